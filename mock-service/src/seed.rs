@@ -1,0 +1,260 @@
+//! The seed document: the JSON a test, a demo script or `POST /admin/seed`
+//! uses to describe the clusters, infra-envs, hosts and tokens the mock
+//! starts with, and its validation into a `World`.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::SystemTime;
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::model::{Cluster, Host, InfraEnv, Mode, Role, Stage, World};
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Seed {
+    /// Accepted `X-Secret-Key`; `None` disables agent auth (on-prem no-auth).
+    #[serde(default)]
+    pub agent_token: Option<String>,
+    /// Accepted `Authorization: Bearer` / `api_key`; `None` disables user auth.
+    #[serde(default)]
+    pub user_token: Option<String>,
+    #[serde(default)]
+    pub clusters: Vec<Cluster>,
+    #[serde(default)]
+    pub infra_envs: Vec<InfraEnv>,
+    #[serde(default)]
+    pub hosts: Vec<SeedHost>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SeedHost {
+    pub id: Uuid,
+    pub infra_env_id: Uuid,
+    #[serde(default)]
+    pub cluster_id: Option<Uuid>,
+    #[serde(default)]
+    pub requested_hostname: String,
+    pub role: Role,
+    #[serde(default)]
+    pub bootstrap: bool,
+    #[serde(default)]
+    pub single_node: bool,
+    #[serde(default = "default_status")]
+    pub status: String,
+    /// Empty or absent means the host has not reported a stage yet.
+    #[serde(default)]
+    pub current_stage: Option<String>,
+    #[serde(default)]
+    pub progress_info: String,
+}
+
+fn default_status() -> String {
+    "installing-in-progress".to_owned()
+}
+
+/// Statuses of the swagger `host.status` enum; a typo in a seed would
+/// otherwise silently make every stage change a 409.
+const HOST_STATUSES: [&str; 28] = [
+    "discovering",
+    "known",
+    "disconnected",
+    "insufficient",
+    "disabled",
+    "preparing-for-installation",
+    "preparing-failed",
+    "preparing-successful",
+    "pending-for-input",
+    "installing",
+    "installing-in-progress",
+    "installing-pending-user-action",
+    "resetting-pending-user-action",
+    "installed",
+    "error",
+    "resetting",
+    "added-to-existing-cluster",
+    "cancelled",
+    "binding",
+    "unbinding",
+    "unbinding-pending-user-action",
+    "known-unbound",
+    "disconnected-unbound",
+    "insufficient-unbound",
+    "disabled-unbound",
+    "discovering-unbound",
+    "reclaiming",
+    "reclaiming-rebooting",
+];
+
+pub fn is_known_status(s: &str) -> bool {
+    HOST_STATUSES.contains(&s)
+}
+
+impl Seed {
+    pub fn from_file(path: impl AsRef<Path>) -> anyhow::Result<Seed> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading seed {}", path.display()))?;
+        Seed::from_json(&text).with_context(|| format!("parsing seed {}", path.display()))
+    }
+
+    pub fn from_json(text: &str) -> anyhow::Result<Seed> {
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// Checks references and values, and builds the world the server runs on.
+    pub fn into_world(self, mode: Mode) -> anyhow::Result<World> {
+        let now = SystemTime::now();
+        let mut seen = HashSet::new();
+        for id in self
+            .clusters
+            .iter()
+            .map(|c| c.id)
+            .chain(self.infra_envs.iter().map(|e| e.id))
+            .chain(self.hosts.iter().map(|h| h.id))
+        {
+            if !seen.insert(id) {
+                bail!("seed: id {id} is used more than once");
+            }
+        }
+        let cluster_ids: HashSet<Uuid> = self.clusters.iter().map(|c| c.id).collect();
+        for env in &self.infra_envs {
+            if let Some(c) = env.cluster_id {
+                if !cluster_ids.contains(&c) {
+                    bail!(
+                        "seed: infra_env {} refers to cluster {c}, which is not in \"clusters\"",
+                        env.id
+                    );
+                }
+            }
+        }
+        let mut hosts = Vec::with_capacity(self.hosts.len());
+        for h in self.hosts {
+            let Some(env) = self.infra_envs.iter().find(|e| e.id == h.infra_env_id) else {
+                bail!(
+                    "seed: host {} refers to infra_env {}, which is not in \"infra_envs\"",
+                    h.id,
+                    h.infra_env_id
+                );
+            };
+            if let Some(c) = h.cluster_id {
+                if !cluster_ids.contains(&c) {
+                    bail!(
+                        "seed: host {} refers to cluster {c}, which is not in \"clusters\"",
+                        h.id
+                    );
+                }
+                if env.cluster_id.is_some_and(|ec| ec != c) {
+                    bail!(
+                        "seed: host {} is in cluster {c} but its infra_env {} is bound to cluster {}",
+                        h.id,
+                        env.id,
+                        env.cluster_id.unwrap_or_default()
+                    );
+                }
+            }
+            if !is_known_status(&h.status) {
+                bail!("seed: host {} has unknown status {:?}", h.id, h.status);
+            }
+            let current_stage = match h.current_stage.as_deref() {
+                None | Some("") => None,
+                Some(s) => Some(Stage::parse(s, mode).with_context(|| {
+                    format!(
+                        "seed: host {} has unknown current_stage {s:?} ({})",
+                        h.id,
+                        Stage::enum_message(mode)
+                    )
+                })?),
+            };
+            let status_info = current_stage.map_or_else(String::new, |s| s.as_str().to_owned());
+            let mut host = Host {
+                id: h.id,
+                infra_env_id: h.infra_env_id,
+                cluster_id: h.cluster_id,
+                requested_hostname: h.requested_hostname,
+                role: h.role,
+                bootstrap: h.bootstrap,
+                single_node: h.single_node,
+                status: h.status,
+                status_info,
+                current_stage,
+                progress_info: h.progress_info,
+                stage_started_at: current_stage.map(|_| now),
+                stage_updated_at: current_stage.map(|_| now),
+                created_at: now,
+                updated_at: now,
+                history: Vec::new(),
+            };
+            // The seeded stage opens the history so the page shows where the
+            // host started from.
+            if let Some(stage) = current_stage {
+                host.history.push(crate::model::HistoryEntry {
+                    stage: stage.as_str(),
+                    progress_info: host.progress_info.clone(),
+                    at: now,
+                });
+            }
+            hosts.push(host);
+        }
+        Ok(World {
+            agent_token: self.agent_token,
+            user_token: self.user_token,
+            clusters: self.clusters,
+            infra_envs: self.infra_envs,
+            hosts,
+            bundles: std::collections::BTreeMap::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const C: &str = "11111111-1111-1111-1111-111111111111";
+    const E: &str = "22222222-2222-2222-2222-222222222222";
+    const H: &str = "33333333-3333-3333-3333-333333333333";
+
+    fn doc(host_extra: &str) -> String {
+        format!(
+            r#"{{"agent_token":"a","clusters":[{{"id":"{C}","name":"demo","openshift_version":"4.17"}}],
+               "infra_envs":[{{"id":"{E}","cluster_id":"{C}","name":"ie"}}],
+               "hosts":[{{"id":"{H}","infra_env_id":"{E}","cluster_id":"{C}","role":"master"{host_extra}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn parses_and_validates() {
+        let seed = Seed::from_json(&doc(r#","current_stage":"Rebooting""#)).unwrap();
+        let world = seed.into_world(Mode::Enhanced).unwrap();
+        assert_eq!(world.hosts[0].current_stage, Some(Stage::Rebooting));
+        assert_eq!(world.hosts[0].status, "installing-in-progress");
+        assert_eq!(world.user_token, None);
+    }
+
+    #[test]
+    fn rejects_unknown_fields_and_bad_references() {
+        let err = Seed::from_json(&doc(r#","colour":"red""#)).unwrap_err();
+        assert!(err.to_string().contains("unknown field `colour`"), "{err}");
+        let bad = doc("").replace(
+            &format!(r#""infra_env_id":"{E}""#),
+            &format!(r#""infra_env_id":"{C}""#),
+        );
+        let err = Seed::from_json(&bad)
+            .unwrap()
+            .into_world(Mode::Enhanced)
+            .unwrap_err();
+        assert!(err.to_string().contains("not in \"infra_envs\""), "{err}");
+    }
+
+    #[test]
+    fn new_stage_in_seed_is_refused_in_upstream_mode() {
+        let seed =
+            Seed::from_json(&doc(r#","current_stage":"Booted with local ignition""#)).unwrap();
+        assert!(seed.clone().into_world(Mode::Enhanced).is_ok());
+        assert!(seed.into_world(Mode::Upstream).is_err());
+    }
+}

@@ -1,0 +1,174 @@
+//! Uploaded log bundles on disk: where each one lives, how an upload becomes
+//! visible (temp file, then rename, so a reader or a failed upload never sees
+//! a half-written bundle), and what we learn about its contents.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::model::{ser_time, BundleKey};
+
+/// Real assisted-service limit on an uploaded logs file (swagger `maxLength`).
+pub const MAX_UPLOAD_BYTES: u64 = 262_144_000;
+
+/// Member names kept per bundle; a runaway archive should not bloat the state.
+const MAX_MEMBERS: usize = 10_000;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BundleMeta {
+    pub size: u64,
+    #[serde(serialize_with = "ser_time")]
+    pub uploaded_at: SystemTime,
+    pub uploads: u64,
+    /// The real service stores whatever it gets; we only record whether it
+    /// is a readable gzip tar so tests can assert on the agent's output.
+    pub valid: bool,
+    pub members: Vec<String>,
+    pub path: PathBuf,
+}
+
+pub fn bundles_root(data_dir: &Path) -> PathBuf {
+    data_dir.join("bundles")
+}
+
+pub fn bundle_path(data_dir: &Path, key: &BundleKey) -> PathBuf {
+    let host = key
+        .host_id
+        .map_or_else(|| "cluster".to_owned(), |h| h.to_string());
+    bundles_root(data_dir)
+        .join(key.cluster_id.to_string())
+        .join(host)
+        .join(format!("{}.tar.gz", key.logs_type))
+}
+
+/// A file being uploaded. Dropping it without `commit` deletes it, which
+/// covers both refused uploads and handlers cancelled by a vanished client.
+pub struct TempUpload {
+    path: PathBuf,
+    committed: bool,
+}
+
+impl TempUpload {
+    /// Creates the temp file beside the final location so the rename stays
+    /// on one file system and is atomic.
+    pub async fn create(final_path: &Path) -> std::io::Result<(TempUpload, tokio::fs::File)> {
+        let dir = final_path.parent().unwrap_or_else(|| Path::new("."));
+        tokio::fs::create_dir_all(dir).await?;
+        let name = final_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let path = dir.join(format!(".{name}.{}.part", Uuid::new_v4()));
+        let file = tokio::fs::File::create(&path).await?;
+        Ok((
+            TempUpload {
+                path,
+                committed: false,
+            },
+            file,
+        ))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Atomically replaces `final_path` with the upload.
+    pub fn commit(mut self, final_path: &Path) -> std::io::Result<()> {
+        std::fs::rename(&self.path, final_path)?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempUpload {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Lists the members of a gzip tar; `(false, names read so far)` if it is not one.
+pub fn inspect(path: &Path) -> (bool, Vec<String>) {
+    let Ok(file) = std::fs::File::open(path) else {
+        return (false, Vec::new());
+    };
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut members = Vec::new();
+    let Ok(entries) = archive.entries() else {
+        return (false, members);
+    };
+    for entry in entries {
+        let Ok(mut entry) = entry else {
+            return (false, members);
+        };
+        if members.len() < MAX_MEMBERS {
+            match entry.path() {
+                Ok(p) => members.push(p.to_string_lossy().into_owned()),
+                Err(_) => return (false, members),
+            }
+        }
+        // Reading each member through checks the data is complete, not just
+        // the headers: a truncated archive must count as invalid.
+        if std::io::copy(&mut entry, &mut std::io::sink()).is_err() {
+            return (false, members);
+        }
+    }
+    // `entries` stops at the end-of-archive marker; trailing garbage in the
+    // gzip stream would still be an error worth knowing about.
+    let mut rest = Vec::new();
+    let ok = archive.into_inner().read_to_end(&mut rest).is_ok();
+    (ok, members)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tar_gz(files: &[(&str, &[u8])]) -> Vec<u8> {
+        let enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut b = tar::Builder::new(enc);
+        for (name, data) in files {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append_data(&mut h, name, *data).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn inspect_tells_valid_from_invalid() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good");
+        let bytes = tar_gz(&[("journal.log", b"hello"), ("ip-a.txt", b"lo")]);
+        std::fs::write(&good, &bytes).unwrap();
+        assert_eq!(
+            inspect(&good),
+            (true, vec!["journal.log".to_owned(), "ip-a.txt".to_owned()])
+        );
+        let truncated = dir.path().join("truncated");
+        std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+        assert!(!inspect(&truncated).0);
+        let text = dir.path().join("text");
+        std::fs::write(&text, b"not an archive").unwrap();
+        assert!(!inspect(&text).0);
+    }
+
+    #[tokio::test]
+    async fn uncommitted_temp_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let final_path = dir.path().join("x/host.tar.gz");
+        let (tmp, _f) = TempUpload::create(&final_path).await.unwrap();
+        let p = tmp.path().to_owned();
+        assert!(p.exists());
+        drop(tmp);
+        assert!(!p.exists());
+        assert!(!final_path.exists());
+    }
+}

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Demo: one installing host's two boots from disk, reported by
+# assisted-boot-reporter to the mock assisted-service.
+#
+#   scripts/demo.sh                      # run and tear down
+#   DEMO_HOLD_SECONDS=600 scripts/demo.sh  # keep the mock (and its page) up afterwards
+#
+# Everything runs on 127.0.0.1 in a temp directory; the host is the fixture
+# root under tests/fixtures/root and the host commands (journalctl, ip,
+# crictl, systemctl) are the fakes under tests/fixtures/bin, so nothing on
+# this machine is read or changed.
+# Exits non-zero unless the host ends at "Booted with control plane ignition"
+# with a host_boot bundle stored.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+hold=${DEMO_HOLD_SECONDS:-0}
+seed="$repo/tests/fixtures/demo-seed.json"
+fake_bin="$repo/tests/fixtures/bin"
+
+say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+
+say "building (cargo build --workspace --bins)"
+cargo build --workspace --bins
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+agent="$target_dir/debug/assisted-boot-reporter"
+mock="$target_dir/debug/mock-assisted-service"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/abr-demo.XXXXXX")
+pids=()
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Waits up to $2 seconds for file $1 to have a line matching $3; prints it.
+wait_line() {
+    local file=$1 secs=$2 pattern=$3 i line
+    for ((i = 0; i < secs * 10; i++)); do
+        line=$(grep -m1 -E "$pattern" "$file" 2>/dev/null || true)
+        if [[ -n $line ]]; then
+            printf '%s\n' "$line"
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+seed_field() {
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$seed" "$1"
+}
+token=$(seed_field 'd["agent_token"]')
+cluster_id=$(seed_field 'd["clusters"][0]["id"]')
+infra_env_id=$(seed_field 'd["infra_envs"][0]["id"]')
+host_id=$(seed_field 'd["hosts"][0]["id"]')
+
+say "starting the mock assisted-service (seed $seed)"
+"$mock" --listen 127.0.0.1:0 --seed "$seed" --data-dir "$tmp/data" >"$tmp/mock.out" 2>"$tmp/mock.log" &
+pids+=($!)
+if ! line=$(wait_line "$tmp/mock.out" 30 '^listening on http://'); then
+    echo "mock did not start:" >&2
+    cat "$tmp/mock.log" >&2
+    exit 1
+fi
+base=${line#listening on }
+echo "mock listening at $base"
+echo "status page: $base/"
+
+# The host: a copy of the fixture root, the discovery contract the discovery
+# agent would have left, and the agent's state dir.
+cp -R "$repo/tests/fixtures/root" "$tmp/root"
+mkdir -p "$tmp/config" "$tmp/state" "$tmp/home"
+printf '%s\n' "$base" >"$tmp/config/service-url"
+printf '%s\n' "$infra_env_id" >"$tmp/config/infra-env-id"
+printf '%s\n' "$host_id" >"$tmp/config/host-id"
+printf '%s\n' "$cluster_id" >"$tmp/config/cluster-id"
+(umask 077 && printf '{"auths":{"cloud.openshift.com":{"auth":"%s","email":"demo@example.com"}}}\n' "$token" \
+    >"$tmp/config/pull-secret")
+
+kubelet_url="http://127.0.0.1:9/healthz" # nothing listens there until the second boot
+
+run_agent() {
+    local label=$1 timeout=$2 rc=0
+    say "$label (agent run, --timeout $timeout)"
+    env -i PATH="$fake_bin:/usr/local/bin:/usr/bin:/bin" HOME="$tmp/home" \
+        FAKE_SYSTEMCTL_LOG="$tmp/systemctl.log" \
+        "$agent" run \
+        --config-dir "$tmp/config" --state-dir "$tmp/state" --root "$tmp/root" \
+        --upload-interval 2s --timeout "$timeout" \
+        --retry-initial-delay 200ms --retry-max-delay 1s --retry-attempts 3 \
+        --command-timeout 10s --kubelet-healthz-url "$kubelet_url" || rc=$?
+    echo "agent exited $rc"
+}
+
+show_host() {
+    curl -fsS "$base/admin/state" | python3 -c '
+import json, sys
+state = json.load(sys.stdin)
+host = next(h for h in state["hosts"] if h["id"] == sys.argv[1])
+print("host %s: status %s, stage %r, progress_info %r" % (host["id"], host["status"], host["current_stage"], host["progress_info"]))
+' "$host_id"
+}
+
+show_host
+run_agent "first boot from disk" 7s
+show_host
+
+say "reboot: new boot ID; the controller moves the host to Configuring"
+python3 -c 'import uuid; print(uuid.uuid4())' >"$tmp/root/proc/sys/kernel/random/boot_id"
+curl -fsS -X POST -H 'Content-Type: application/json' \
+    -d '{"current_stage":"Configuring"}' "$base/admin/hosts/$host_id/stage"
+show_host
+
+say "kubelet comes up healthy (stand-in answering ok at /healthz)"
+python3 -u -c '
+import http.server
+class Healthz(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"ok" if self.path == "/healthz" else b"404 page not found"
+        self.send_response(200 if self.path == "/healthz" else 404)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Healthz)
+print("port", server.server_address[1])
+server.serve_forever()
+' >"$tmp/kubelet.out" 2>&1 &
+pids+=($!)
+line=$(wait_line "$tmp/kubelet.out" 10 '^port [0-9]+') || { echo "kubelet stand-in did not start" >&2; exit 1; }
+kubelet_url="http://127.0.0.1:${line#port }/healthz"
+echo "kubelet healthz at $kubelet_url"
+
+run_agent "second boot from disk" 60s
+
+say "stage history and bundles"
+curl -fsS "$base/admin/state" >"$tmp/state.json"
+verdict=0
+python3 - "$tmp/state.json" "$host_id" <<'EOF' || verdict=$?
+import json, sys
+state = json.load(open(sys.argv[1]))
+host = next(h for h in state["hosts"] if h["id"] == sys.argv[2])
+print("stage history:")
+for e in host.get("stage_history", []):
+    info = f"  ({e['progress_info']})" if e.get("progress_info") else ""
+    print(f"  {e.get('at', '')}  {e['stage']}{info}")
+print("bundles:")
+for b in host.get("bundles", []):
+    print(f"  {b['logs_type']}: {b['size']} bytes, {b['uploads']} upload(s), last {b['uploaded_at']}, "
+          f"valid={b['valid']}, {len(b.get('members', []))} members")
+    for m in b.get("members", [])[:40]:
+        print(f"      {m}")
+ok = True
+if host["current_stage"] != "Booted with control plane ignition":
+    print(f"FAIL: final stage is {host['current_stage']!r}, expected 'Booted with control plane ignition'")
+    ok = False
+boot = [b for b in host.get("bundles", []) if b["logs_type"] == "host_boot"]
+if not boot or boot[0]["uploads"] < 1:
+    print("FAIL: no host_boot bundle arrived")
+    ok = False
+sys.exit(0 if ok else 1)
+EOF
+
+say "cleanup on the host"
+echo "systemctl calls: $(tr '\n' ';' <"$tmp/systemctl.log" 2>/dev/null || echo none)"
+for d in config state; do
+    if [[ -e $tmp/$d ]]; then echo "$d dir: still there"; else echo "$d dir: removed"; fi
+done
+
+if ((hold > 0)); then
+    say "holding the mock for ${hold}s: open $base/"
+    sleep "$hold"
+fi
+
+if ((verdict == 0)); then
+    say "demo OK"
+else
+    say "demo FAILED"
+fi
+exit "$verdict"

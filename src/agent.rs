@@ -1,0 +1,467 @@
+//! The reporter's life on one boot: resolve configuration, place this boot in
+//! the ledger, report the boot's stage, ship bundles on an interval, and on
+//! the second boot leave for good once kubelet is healthy or time is up.
+//!
+//! Nothing here may fail or delay the installation: every runtime failure is
+//! logged and the process exits 0; only usage errors (clap) exit 2.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use crate::api::{ApiError, Client, ClientSettings, Host, HostProgress, UploadTarget};
+use crate::bundle::{BundleLimits, BundleMeta};
+use crate::cleanup::CleanupPlan;
+use crate::cli::{Cli, Command, RunArgs};
+use crate::collect::CollectContext;
+use crate::config::Config;
+use crate::kubelet::HealthProbe;
+use crate::ledger::{read_boot_id, read_uptime, Ledger};
+use crate::redact::Redactor;
+use crate::stage::{self, Decision};
+use crate::upload::Uploader;
+
+/// Runtime failures end the process successfully: a failing reporter must
+/// never mark anything on the host as failed.
+pub const EXIT_RUNTIME_FAILURE: ExitCode = ExitCode::SUCCESS;
+
+const BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
+/// The live kernel's clock, deliberately not under `--root`.
+const UPTIME_PATH: &str = "/proc/uptime";
+/// How often kubelet is asked at most; it is cheap and local.
+const KUBELET_POLL: Duration = Duration::from_secs(30);
+/// While the service has not been reached, try again sooner than a full
+/// interval so a short outage at boot does not cost ten minutes of reporting.
+const UNREACHED_RETRY: Duration = Duration::from_secs(60);
+/// Extra time the last upload may take after the deadline.
+const FINAL_UPLOAD_GRACE: Duration = Duration::from_secs(120);
+/// Interval jitter (±10 %) spreads the hosts of a cluster installed together.
+const JITTER: f64 = 0.10;
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            runtime.block_on(run_service(args));
+            // A collector thread blocked on a hung command must not hold the exit.
+            runtime.shutdown_timeout(Duration::from_secs(2));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn run_service(args: RunArgs) {
+    let getenv = |name: &str| std::env::var(name).ok();
+    let config = match Config::resolve(&args, &getenv) {
+        Ok(config) => config,
+        Err(err) => {
+            tracing::error!("{err}; nothing can be reported, exiting");
+            return;
+        }
+    };
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    if config.insecure {
+        tracing::warn!(
+            "TLS CERTIFICATE VERIFICATION IS DISABLED (--insecure): anyone on the path to {} can read the agent token",
+            config.service_url
+        );
+    }
+    let mut reporter = match Reporter::new(config) {
+        Ok(reporter) => reporter,
+        Err(err) => {
+            tracing::error!("{err:#}; exiting");
+            return;
+        }
+    };
+    let (mut term, mut int) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(term), Ok(int)) => (term, int),
+        _ => {
+            tracing::error!("cannot install signal handlers; exiting");
+            return;
+        }
+    };
+    tokio::select! {
+        () = reporter.run() => {}
+        _ = term.recv() => tracing::info!("stopping on SIGTERM (shutdown or reboot); the next boot reports again"),
+        _ = int.recv() => tracing::info!("stopping on SIGINT"),
+    }
+}
+
+/// What the last look at the service said to do next.
+enum Flow {
+    Continue,
+    Finish,
+}
+
+struct Reporter {
+    config: Config,
+    client: Client,
+    uploader_template: (CollectContext, BundleLimits),
+    kubelet: HealthProbe,
+    ledger: Ledger,
+    boot_id: String,
+    boot_number: u32,
+    deadline: Instant,
+    cluster_id: Option<Uuid>,
+    service_stage: Option<String>,
+    /// No further stage move is wanted on this boot.
+    stage_settled: bool,
+    reached_service: bool,
+    uploads: u32,
+}
+
+impl Reporter {
+    fn new(config: Config) -> anyhow::Result<Self> {
+        let client = Client::new(&ClientSettings {
+            service_url: config.service_url.clone(),
+            token: config.credentials.as_ref().map(|c| c.token.clone()),
+            ca_cert: config.ca_cert.clone(),
+            insecure: config.insecure,
+            request_timeout: config.request_timeout,
+            retry: config.retry,
+        })?;
+        let kubelet = HealthProbe::new(config.kubelet_healthz_url.clone())?;
+        let boot_id = read_boot_id(&config.host_path(BOOT_ID_PATH))?;
+        let uptime = read_uptime(std::path::Path::new(UPTIME_PATH)).ok();
+
+        let (mut ledger, warning) = Ledger::load(&config.state_dir)?;
+        if let Some(warning) = warning {
+            tracing::warn!("{warning}");
+        }
+        let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        let (boot_number, record) = ledger.observe(&boot_id, now, uptime.unwrap_or(0.0));
+        // Time already spent in this boot by an earlier run of the reporter.
+        let spent = match uptime {
+            Some(uptime) => Duration::from_secs_f64((uptime - record.first_seen_uptime_secs).max(0.0)),
+            None => Duration::ZERO,
+        };
+        if let Err(err) = ledger.save(&config.state_dir) {
+            // Without a ledger the next boot looks like the first: it then
+            // reports nothing backwards, so this is worth a warning, not an exit.
+            tracing::warn!("{err:#}");
+        }
+        let deadline = Instant::now() + config.timeout.saturating_sub(spent);
+
+        let secrets = config
+            .credentials
+            .iter()
+            .flat_map(|c| c.scrub.iter().map(|s| s.expose().to_owned()))
+            .collect::<Vec<_>>();
+        let collect = CollectContext {
+            root: config.root.clone(),
+            command_timeout: config.command_timeout,
+            redactor: Redactor::new(secrets),
+            path_env: None,
+        };
+        Ok(Self {
+            cluster_id: config.cluster_id,
+            client,
+            uploader_template: (collect, BundleLimits::default()),
+            kubelet,
+            ledger,
+            boot_id,
+            boot_number,
+            deadline,
+            service_stage: None,
+            stage_settled: false,
+            reached_service: false,
+            uploads: 0,
+            config,
+        })
+    }
+
+    fn second_boot_or_later(&self) -> bool {
+        self.boot_number >= 2
+    }
+
+    async fn run(&mut self) {
+        tracing::info!(
+            "assisted-boot-reporter {}: host {} of infra-env {}, boot {} from disk (boot ID {}), service {}, \
+             bundle every {} until {} from now",
+            env!("CARGO_PKG_VERSION"),
+            self.config.host_id,
+            self.config.infra_env_id,
+            self.boot_number,
+            self.boot_id,
+            self.config.service_url,
+            humantime::format_duration(self.config.upload_interval),
+            humantime::format_duration(round_secs(self.deadline.saturating_duration_since(Instant::now()))),
+        );
+        let mut next_cycle = Instant::now();
+        let mut next_kubelet = Instant::now();
+        loop {
+            let now = Instant::now();
+            if now >= self.deadline {
+                self.finish_at_deadline().await;
+                return;
+            }
+            if now >= next_cycle {
+                if let Flow::Finish = self.refresh().await {
+                    self.clean_up();
+                    return;
+                }
+                let reason = if self.uploads == 0 { "first" } else { "interval" };
+                let shipped = self.ship(reason, self.deadline).await;
+                let wait = if shipped || self.reached_service {
+                    jittered(self.config.upload_interval)
+                } else {
+                    jittered(self.config.upload_interval.min(UNREACHED_RETRY))
+                };
+                next_cycle = Instant::now() + wait;
+            }
+            if self.second_boot_or_later() && Instant::now() >= next_kubelet {
+                if self.kubelet.is_healthy().await {
+                    tracing::info!("kubelet is healthy: shipping the last bundle and cleaning up");
+                    self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE).await;
+                    self.clean_up();
+                    return;
+                }
+                next_kubelet = Instant::now() + KUBELET_POLL.min(self.config.upload_interval);
+            }
+            let mut wake = next_cycle.min(self.deadline);
+            if self.second_boot_or_later() {
+                wake = wake.min(next_kubelet);
+            }
+            tokio::time::sleep_until(wake).await;
+        }
+    }
+
+    async fn finish_at_deadline(&mut self) {
+        if self.second_boot_or_later() {
+            tracing::info!(
+                "timeout of {} reached on boot {}: shipping the last bundle and cleaning up",
+                humantime::format_duration(self.config.timeout),
+                self.boot_number
+            );
+            self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE).await;
+            self.clean_up();
+        } else {
+            tracing::info!(
+                "timeout of {} reached on the first boot: shipping the last bundle and stopping; \
+                 credentials stay for the second boot",
+                humantime::format_duration(self.config.timeout)
+            );
+            self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE).await;
+        }
+    }
+
+    /// Reads the host from the service and acts on its stage.
+    async fn refresh(&mut self) -> Flow {
+        let host = match self
+            .client
+            .find_host(self.config.infra_env_id, self.config.host_id, Some(self.deadline))
+            .await
+        {
+            Ok(host) => host,
+            Err(err) => {
+                log_api_error(&err);
+                return Flow::Continue;
+            }
+        };
+        self.reached_service = true;
+        if let Some(cluster_id) = host.cluster_id {
+            if self.cluster_id.is_some_and(|c| c != cluster_id) {
+                tracing::warn!("the service places the host in cluster {cluster_id}, not the configured one; using the service's");
+            }
+            self.cluster_id = Some(cluster_id);
+        }
+        let stage_changed = self.service_stage.as_deref() != host.current_stage();
+        self.service_stage = host.current_stage().map(str::to_owned);
+        match stage::decide(self.boot_number, &host) {
+            Decision::NothingLeft { why } => {
+                tracing::info!("{why}; cleaning up");
+                Flow::Finish
+            }
+            Decision::Hold { why } => {
+                if stage_changed {
+                    tracing::info!("{why}");
+                }
+                Flow::Continue
+            }
+            Decision::Report { target } => {
+                if !self.stage_settled {
+                    self.report_stage(&host, target).await;
+                }
+                Flow::Continue
+            }
+        }
+    }
+
+    async fn report_stage(&mut self, host: &Host, target: &'static str) {
+        let current = host.current_stage().unwrap_or("none").to_owned();
+        let request = HostProgress {
+            current_stage: target,
+            progress_info: None,
+        };
+        match self
+            .client
+            .update_progress(self.config.infra_env_id, self.config.host_id, &request, Some(self.deadline))
+            .await
+        {
+            Ok(()) => {
+                tracing::info!("stage set: {current:?} -> {target:?}");
+                self.service_stage = Some(target.to_owned());
+                self.settle(target);
+            }
+            Err(err) if err.status() == Some(reqwest::StatusCode::BAD_REQUEST) => {
+                self.report_as_progress_info(host, target, &err).await;
+            }
+            Err(err) if err.status() == Some(reqwest::StatusCode::CONFLICT) => {
+                // Someone (the installer) moved the host meanwhile, or its
+                // status does not take stages: both mean "leave it".
+                tracing::info!("{err}; leaving the stage alone");
+                self.settle(target);
+            }
+            Err(err) => log_api_error(&err),
+        }
+    }
+
+    /// Today's upstream answers 400 to the new stages; the same stage with a
+    /// new `progress_info` is always accepted, so the boot still shows.
+    async fn report_as_progress_info(&mut self, host: &Host, target: &'static str, rejection: &ApiError) {
+        let Some(current) = host.current_stage() else {
+            tracing::warn!("{rejection}; the host has no stage to attach the boot to as progress info");
+            self.settle(target);
+            return;
+        };
+        let info = stage::fallback_progress_info(target, self.boot_number);
+        let request = HostProgress {
+            current_stage: current,
+            progress_info: Some(&info),
+        };
+        match self
+            .client
+            .update_progress(self.config.infra_env_id, self.config.host_id, &request, Some(self.deadline))
+            .await
+        {
+            Ok(()) => tracing::warn!(
+                "the service does not know stage {target:?} ({}); reported it as progress info on stage {current:?} instead",
+                rejection.reason().unwrap_or("400")
+            ),
+            Err(err) => log_api_error(&err),
+        }
+        self.settle(target);
+    }
+
+    fn settle(&mut self, target: &str) {
+        self.stage_settled = true;
+        self.ledger.record_stage(&self.boot_id, target);
+        if let Err(err) = self.ledger.save(&self.config.state_dir) {
+            tracing::warn!("{err:#}");
+        }
+    }
+
+    /// Collects and uploads one bundle; true when the service took it.
+    async fn ship(&mut self, reason: &str, deadline: Instant) -> bool {
+        let Some(cluster_id) = self.cluster_id else {
+            tracing::warn!("no cluster ID known yet (not configured, service not reached): bundle not sent");
+            return false;
+        };
+        let (collect, limits) = self.uploader_template.clone();
+        let uploader = Uploader {
+            client: self.client.clone(),
+            target: UploadTarget {
+                cluster_id,
+                host_id: self.config.host_id,
+                infra_env_id: self.config.infra_env_id,
+                logs_type: self.config.logs_type.clone(),
+            },
+            collect,
+            limits,
+        };
+        let meta = BundleMeta {
+            agent_version: env!("CARGO_PKG_VERSION").to_owned(),
+            host_id: self.config.host_id.to_string(),
+            infra_env_id: self.config.infra_env_id.to_string(),
+            cluster_id: Some(cluster_id.to_string()),
+            boot_id: self.boot_id.clone(),
+            boot_number: self.boot_number,
+            service_stage: self.service_stage.clone(),
+            reason: reason.to_owned(),
+        };
+        match uploader.upload(&meta, Some(deadline)).await {
+            Ok(done) => {
+                self.uploads += 1;
+                self.reached_service = true;
+                tracing::info!(
+                    "uploaded the {reason} {} bundle: {} bytes compressed in {}",
+                    self.config.logs_type,
+                    done.compressed_bytes,
+                    humantime::format_duration(Duration::from_millis(
+                        u64::try_from(done.elapsed.as_millis()).unwrap_or(u64::MAX)
+                    )),
+                );
+                true
+            }
+            Err(err) => {
+                log_api_error(&err);
+                if err.status() == Some(reqwest::StatusCode::BAD_REQUEST)
+                    && err.reason().is_some_and(|r| r.contains("logs_type"))
+                {
+                    tracing::warn!(
+                        "this assisted-service does not accept logs of type {:?}; boot logs cannot be shipped to it",
+                        self.config.logs_type
+                    );
+                }
+                false
+            }
+        }
+    }
+
+    fn clean_up(&self) {
+        let plan = CleanupPlan {
+            config_dir: self.config.config_dir.clone(),
+            state_dir: self.config.state_dir.clone(),
+            root: self.config.root.clone(),
+        };
+        let report = plan.execute();
+        for failure in &report.failures {
+            tracing::warn!("cleanup: {failure}");
+        }
+        tracing::info!(
+            "cleanup done: removed {} path(s){}; the reporter will not run again",
+            report.removed.len(),
+            if report.unit_disabled { ", unit disabled" } else { "" }
+        );
+    }
+}
+
+fn log_api_error(err: &ApiError) {
+    match err.status() {
+        Some(status) if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN => {
+            tracing::error!("{err}: the agent token was refused; check the pull secret in the discovery contract");
+        }
+        _ => tracing::warn!("{err}"),
+    }
+}
+
+fn jittered(interval: Duration) -> Duration {
+    interval.mul_f64(1.0 - JITTER + 2.0 * JITTER * fastrand::f64())
+}
+
+fn round_secs(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_ten_percent() {
+        let interval = Duration::from_secs(600);
+        for _ in 0..1000 {
+            let d = jittered(interval);
+            assert!(d >= Duration::from_secs(540) && d <= Duration::from_secs(660), "{d:?}");
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! The assisted-service client: endpoints the reporter uses, agent
+//! authentication, TLS settings and the retry policy, all taken from
+//! configuration.
+//!
+//! Only agent-auth endpoints are called. In particular the single-host GET
+//! (`/v2/infra-envs/{id}/hosts/{host_id}`) is user-auth only on the real
+//! service, so the host is found in its infra-env's list instead.
+
+mod retry;
+mod types;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
+use tokio::time::Instant;
+use uuid::Uuid;
+
+pub use retry::RetryPolicy;
+pub use types::{ErrorBody, Host, HostProgress, HostProgressInfo};
+
+use crate::config::Secret;
+
+/// Base path of the v2 API under the service URL.
+pub const API_PREFIX: &str = "api/assisted-install/v2/";
+const AGENT_AUTH_HEADER: &str = "X-Secret-Key";
+/// A host list is a few KiB per host; this bounds a broken or hostile answer.
+const MAX_LIST_BYTES: usize = 32 << 20;
+/// Error bodies are read only to quote their reason.
+const MAX_ERROR_BYTES: usize = 64 << 10;
+const MAX_REASON_CHARS: usize = 300;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{operation}: cannot reach the service: {detail}")]
+    Transport {
+        operation: String,
+        detail: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("{operation}: the service answered {status}: {reason}")]
+    Status {
+        operation: String,
+        status: StatusCode,
+        reason: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("{operation}: unexpected answer from the service: {detail}")]
+    Decode { operation: String, detail: String },
+}
+
+impl ApiError {
+    /// Transport failures, 408, 429 and 5xx may heal; every other 4xx is an
+    /// answer that asking again will not change.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ApiError::Transport { .. } => true,
+            ApiError::Status { status, .. } => {
+                *status == StatusCode::REQUEST_TIMEOUT
+                    || *status == StatusCode::TOO_MANY_REQUESTS
+                    || status.is_server_error()
+            }
+            ApiError::Decode { .. } => false,
+        }
+    }
+
+    pub fn status(&self) -> Option<StatusCode> {
+        match self {
+            ApiError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            ApiError::Status { reason, .. } => Some(reason),
+            _ => None,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ApiError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    fn transport(operation: &str, source: reqwest::Error) -> Self {
+        ApiError::Transport {
+            operation: operation.to_owned(),
+            detail: error_chain(&source),
+            source,
+        }
+    }
+}
+
+/// Client settings, all from configuration.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    pub service_url: Url,
+    pub token: Option<Secret>,
+    pub ca_cert: Option<PathBuf>,
+    pub insecure: bool,
+    pub request_timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    api_base: Url,
+    token: Option<Secret>,
+    retry: RetryPolicy,
+}
+
+impl Client {
+    pub fn new(settings: &ClientSettings) -> anyhow::Result<Self> {
+        let mut builder = reqwest::Client::builder()
+            .use_rustls_tls()
+            .user_agent(concat!("assisted-boot-reporter/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(30).min(settings.request_timeout))
+            .timeout(settings.request_timeout)
+            .https_only(false);
+        if let Some(path) = &settings.ca_cert {
+            let pem = std::fs::read(path).with_context(|| format!("reading CA bundle {}", path.display()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .with_context(|| format!("parsing CA bundle {}", path.display()))?;
+            anyhow::ensure!(!certs.is_empty(), "CA bundle {} holds no certificate", path.display());
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        if settings.insecure {
+            builder = builder.danger_accept_invalid_certs(true);
+        }
+        let http = builder.build().context("setting up the HTTP client")?;
+        let mut base = settings.service_url.clone();
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        let api_base = base.join(API_PREFIX).context("building the API base URL")?;
+        Ok(Self {
+            http,
+            api_base,
+            token: settings.token.clone(),
+            retry: settings.retry,
+        })
+    }
+
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    fn url(&self, path: &str) -> Url {
+        // Paths are built from UUIDs and fixed words only, so join cannot fail.
+        self.api_base.join(path).expect("API path is a valid relative URL")
+    }
+
+    fn request(&self, method: Method, url: Url) -> RequestBuilder {
+        let builder = self.http.request(method, url);
+        match &self.token {
+            Some(token) => {
+                let mut value = HeaderValue::from_str(token.expose())
+                    .unwrap_or_else(|_| HeaderValue::from_static(""));
+                value.set_sensitive(true);
+                builder.header(AGENT_AUTH_HEADER, value)
+            }
+            None => builder,
+        }
+    }
+
+    /// `GET /v2/infra-envs/{infra_env_id}/hosts`, then our host from it.
+    pub async fn find_host(&self, infra_env_id: Uuid, host_id: Uuid, deadline: Option<Instant>) -> Result<Host, ApiError> {
+        let operation = "listing the infra-env's hosts";
+        let hosts = self
+            .retry
+            .run(operation, deadline, |_| async {
+                let response = self
+                    .request(Method::GET, self.url(&format!("infra-envs/{infra_env_id}/hosts")))
+                    .send()
+                    .await
+                    .map_err(|e| ApiError::transport(operation, e))?;
+                let body = success_body(operation, response, MAX_LIST_BYTES).await?;
+                serde_json::from_slice::<Vec<Host>>(&body).map_err(|err| ApiError::Decode {
+                    operation: operation.to_owned(),
+                    detail: format!("not a list of hosts: {err}"),
+                })
+            })
+            .await?;
+        hosts.into_iter().find(|h| h.id == host_id).ok_or_else(|| ApiError::Status {
+            operation: operation.to_owned(),
+            status: StatusCode::NOT_FOUND,
+            reason: format!("host {host_id} is not in infra-env {infra_env_id}"),
+            retry_after: None,
+        })
+    }
+
+    /// `PUT /v2/infra-envs/{infra_env_id}/hosts/{host_id}/progress`.
+    pub async fn update_progress(
+        &self,
+        infra_env_id: Uuid,
+        host_id: Uuid,
+        progress: &HostProgress<'_>,
+        deadline: Option<Instant>,
+    ) -> Result<(), ApiError> {
+        let operation = format!("setting stage {:?}", progress.current_stage);
+        let body = serde_json::to_vec(progress).expect("a struct of strings serializes");
+        self.retry
+            .run(&operation, deadline, |_| async {
+                let response = self
+                    .request(
+                        Method::PUT,
+                        self.url(&format!("infra-envs/{infra_env_id}/hosts/{host_id}/progress")),
+                    )
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await
+                    .map_err(|e| ApiError::transport(&operation, e))?;
+                success_body(&operation, response, MAX_ERROR_BYTES).await.map(drop)
+            })
+            .await
+    }
+
+    /// One `POST /v2/clusters/{cluster_id}/logs` attempt. The form holds a
+    /// streamed body that cannot be replayed, so retrying (with a fresh bundle)
+    /// is the caller's job.
+    pub async fn upload_logs_once(
+        &self,
+        target: &UploadTarget,
+        form: reqwest::multipart::Form,
+    ) -> Result<(), ApiError> {
+        let operation = format!("uploading {} logs", target.logs_type);
+        let mut url = self.url(&format!("clusters/{}/logs", target.cluster_id));
+        url.query_pairs_mut()
+            .append_pair("logs_type", &target.logs_type)
+            .append_pair("host_id", &target.host_id.to_string())
+            .append_pair("infra_env_id", &target.infra_env_id.to_string());
+        let response = self
+            .request(Method::POST, url)
+            .multipart(form)
+            .send()
+            .await
+            .map_err(|e| ApiError::transport(&operation, e))?;
+        success_body(&operation, response, MAX_ERROR_BYTES).await.map(drop)
+    }
+}
+
+/// Where a bundle goes.
+#[derive(Debug, Clone)]
+pub struct UploadTarget {
+    pub cluster_id: Uuid,
+    pub host_id: Uuid,
+    pub infra_env_id: Uuid,
+    pub logs_type: String,
+}
+
+/// Reads a 2xx body (bounded) or turns any other answer into [`ApiError::Status`].
+async fn success_body(operation: &str, response: Response, limit: usize) -> Result<Vec<u8>, ApiError> {
+    let status = response.status();
+    let retry_after = parse_retry_after(response.headers());
+    let body = read_capped(operation, response, if status.is_success() { limit } else { MAX_ERROR_BYTES }).await;
+    if status.is_success() {
+        let (body, truncated) = body?;
+        if truncated {
+            return Err(ApiError::Decode {
+                operation: operation.to_owned(),
+                detail: format!("answer larger than {limit} bytes"),
+            });
+        }
+        return Ok(body);
+    }
+    let reason = match body {
+        Ok((bytes, _)) => describe_error_body(&bytes),
+        Err(err) => format!("(body unreadable: {err})"),
+    };
+    Err(ApiError::Status {
+        operation: operation.to_owned(),
+        status,
+        reason,
+        retry_after,
+    })
+}
+
+async fn read_capped(operation: &str, mut response: Response, limit: usize) -> Result<(Vec<u8>, bool), ApiError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| ApiError::transport(operation, e))? {
+        let room = limit.saturating_sub(body.len());
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}
+
+/// The human part of an error body: `reason` or `message` when it is the
+/// service's JSON, else the start of whatever a proxy sent, printable only.
+fn describe_error_body(bytes: &[u8]) -> String {
+    if let Ok(body) = serde_json::from_slice::<ErrorBody>(bytes) {
+        if let Some(text) = body.text() {
+            return clip(text);
+        }
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let text: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.is_empty() {
+        "(empty body)".to_owned()
+    } else {
+        clip(&text)
+    }
+}
+
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(MAX_REASON_CHARS) {
+        Some((idx, _)) => format!("{}…", &text[..idx]),
+        None => text.to_owned(),
+    }
+}
+
+/// `Retry-After` as delta-seconds or an HTTP date.
+fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
+}
+
+/// reqwest's top-level message is generic ("error sending request"); the
+/// cause ("connection refused", "invalid peer certificate") is what helps.
+fn error_chain(err: &reqwest::Error) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_are_described_briefly_and_safely() {
+        assert_eq!(
+            describe_error_body(br#"{"code":"409","href":"","id":409,"kind":"Error","reason":"Can't assign lower stage"}"#),
+            "Can't assign lower stage"
+        );
+        assert_eq!(describe_error_body(b"<html>\n<b>Bad\x07 gateway</b></html>"), "<html> <b>Bad gateway</b></html>");
+        assert_eq!(describe_error_body(b""), "(empty body)");
+        let long = "x".repeat(5000);
+        assert!(describe_error_body(long.as_bytes()).chars().count() <= MAX_REASON_CHARS + 1);
+    }
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(parse_retry_after(&headers), Some(Duration::from_secs(7)));
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
+        assert_eq!(parse_retry_after(&headers), Some(Duration::ZERO));
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(parse_retry_after(&headers), None);
+    }
+
+    #[test]
+    fn api_base_accepts_urls_with_and_without_a_path() {
+        for (service, expected) in [
+            ("https://svc.example", "https://svc.example/api/assisted-install/v2/infra-envs"),
+            ("https://svc.example/prefix", "https://svc.example/prefix/api/assisted-install/v2/infra-envs"),
+        ] {
+            let client = Client::new(&ClientSettings {
+                service_url: Url::parse(service).unwrap(),
+                token: None,
+                ca_cert: None,
+                insecure: false,
+                request_timeout: Duration::from_secs(5),
+                retry: RetryPolicy::default(),
+            })
+            .unwrap();
+            assert_eq!(client.url("infra-envs").as_str(), expected);
+        }
+    }
+}

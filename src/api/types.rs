@@ -1,0 +1,117 @@
+//! The slice of assisted-service's data model the reporter reads and writes.
+//!
+//! Deserialization is lenient about fields we do not use (the real `host` has
+//! dozens and grows), strict about the ones we rely on.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Host {
+    pub id: Uuid,
+    #[serde(default)]
+    pub infra_env_id: Option<Uuid>,
+    #[serde(default)]
+    pub cluster_id: Option<Uuid>,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub status_info: Option<String>,
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub bootstrap: bool,
+    #[serde(default)]
+    pub requested_hostname: Option<String>,
+    #[serde(default)]
+    pub progress: Option<HostProgressInfo>,
+    /// The role's stage list as the service sees it; authoritative for ordering
+    /// when it lists both stages being compared.
+    #[serde(default)]
+    pub progress_stages: Option<Vec<String>>,
+}
+
+impl Host {
+    pub fn current_stage(&self) -> Option<&str> {
+        self.progress
+            .as_ref()
+            .and_then(|p| p.current_stage.as_deref())
+            .filter(|s| !s.is_empty())
+    }
+
+    pub fn progress_info(&self) -> Option<&str> {
+        self.progress.as_ref().and_then(|p| p.progress_info.as_deref())
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct HostProgressInfo {
+    #[serde(default)]
+    pub current_stage: Option<String>,
+    #[serde(default)]
+    pub progress_info: Option<String>,
+    #[serde(default)]
+    pub stage_started_at: Option<String>,
+    #[serde(default)]
+    pub stage_updated_at: Option<String>,
+}
+
+/// Body of `PUT .../progress` (`host-progress` in the API definition).
+#[derive(Debug, Clone, Serialize)]
+pub struct HostProgress<'a> {
+    pub current_stage: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress_info: Option<&'a str>,
+}
+
+/// The service's two error shapes: `error` (`reason`) and `infra_error` /
+/// validation failures (`message`).
+#[derive(Debug, Deserialize)]
+pub struct ErrorBody {
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl ErrorBody {
+    pub fn text(&self) -> Option<&str> {
+        self.reason.as_deref().or(self.message.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_with_extra_and_null_fields_parses() {
+        let json = r#"{"id":"2c7d4e0a-8f9b-4d4e-9a55-0f1e2d3c4b5a","kind":"Host","href":"/x",
+            "cluster_id":null,"status":"installing-in-progress","role":"master","bootstrap":true,
+            "inventory":"{}","progress":{"current_stage":"Rebooting","installation_percentage":60,
+            "stage_started_at":"2026-11-22T10:00:00.000Z"},"progress_stages":["Rebooting","Configuring"]}"#;
+        let host: Host = serde_json::from_str(json).unwrap();
+        assert_eq!(host.current_stage(), Some("Rebooting"));
+        assert!(host.cluster_id.is_none());
+        assert!(host.bootstrap);
+        assert_eq!(host.progress_stages.unwrap().len(), 2);
+    }
+
+    #[test]
+    fn empty_stage_counts_as_none() {
+        let host: Host = serde_json::from_str(
+            r#"{"id":"2c7d4e0a-8f9b-4d4e-9a55-0f1e2d3c4b5a","progress":{"current_stage":""}}"#,
+        )
+        .unwrap();
+        assert_eq!(host.current_stage(), None);
+    }
+
+    #[test]
+    fn both_error_shapes_yield_text() {
+        let a: ErrorBody =
+            serde_json::from_str(r#"{"code":"409","href":"","id":409,"kind":"Error","reason":"nope"}"#).unwrap();
+        let b: ErrorBody = serde_json::from_str(r#"{"code":401,"message":"unauthorized"}"#).unwrap();
+        assert_eq!(a.text(), Some("nope"));
+        assert_eq!(b.text(), Some("unauthorized"));
+    }
+}

@@ -1,0 +1,469 @@
+//! The `host_boot` bundle: one tar.gz with everything the collectors gather
+//! and a `manifest.json` saying what each member is, where it came from and
+//! what was cut, skipped or failed.
+//!
+//! Members are streamed: each is collected fully (bounded by the member cap)
+//! and appended before the next is collected, so peak memory is about one
+//! member cap and the output can be a pipe to the network.
+//!
+//! Layout (every path under the top directory `host_boot/`):
+//!
+//! ```text
+//! host_boot/
+//!   records/<service>.json        /var/log/openshift/*.json, raw
+//!   records/done-markers.txt      mtimes of /opt/openshift/*.done
+//!   network/ip-addr.txt           ip -d address show
+//!   network/ip-route.txt          ip route show table all
+//!   network/ip6-route.txt         ip -6 route show table all
+//!   network/ip-link.txt           ip -s -d link show
+//!   network/ip-rule.txt           ip rule show
+//!   network/resolv.conf, hosts, hostname
+//!   mounts/mountinfo              /proc/self/mountinfo
+//!   mounts/findmnt.txt, df-h.txt, lsblk.txt
+//!   system/boot_id, os-release, cmdline
+//!   system/uname.txt              uname -a
+//!   system/failed-units.txt       systemctl list-units --failed --all
+//!   system/summary.json           memory, CPUs, load, uptime, disks
+//!   crio/crictl-ps-a.txt, crictl-pods.txt
+//!   journal/list-boots.txt        journalctl --list-boots
+//!   journal/units/<unit>.log      journalctl -b 0 -u <unit>.service
+//!   journal/this-boot.log         journalctl -b 0
+//!   journal/previous-boot.log     journalctl -b -1
+//!   manifest.json                 always the last member
+//! ```
+//!
+//! Collectors run in that order (small precious members first, journals
+//! last) so the bundle size cap can only ever cut the big journals. Members
+//! that were skipped or produced nothing are not in the archive but are listed
+//! in the manifest with the reason.
+
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use serde::{Deserialize, Serialize};
+
+use crate::collect::{
+    self, Budget, CollectContext, CollectorReport, Sink, Status, BUNDLE_CAP_REASON,
+    MEMBER_CAP_REASON,
+};
+
+/// Top directory of every member.
+pub const TOP_DIR: &str = "host_boot";
+/// Name of the manifest member, relative to [`TOP_DIR`].
+pub const MANIFEST_NAME: &str = "manifest.json";
+pub const FORMAT_VERSION: u32 = 1;
+/// flate2's default trade-off: journals compress about 10:1 either way, and
+/// higher levels cost CPU on a host that is busy installing.
+pub const GZIP_LEVEL: u32 = 6;
+
+const MIB: u64 = 1024 * 1024;
+
+/// Who and why, copied into the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundleMeta {
+    pub agent_version: String,
+    pub host_id: String,
+    pub infra_env_id: String,
+    pub cluster_id: Option<String>,
+    pub boot_id: String,
+    pub boot_number: u32,
+    /// The stage the service reported.
+    pub service_stage: Option<String>,
+    /// Why this bundle: "first", "interval", "final".
+    pub reason: String,
+}
+
+/// Size caps on member content (uncompressed). Tar headers and the manifest
+/// add a few KiB on top, far inside the margin to the service's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundleLimits {
+    pub total_bytes: u64,
+    pub member_bytes: u64,
+}
+
+impl Default for BundleLimits {
+    /// 200 MiB in all, below assisted-service's 250 MiB upload limit even
+    /// before compression; 64 MiB per member, so one journal cannot take it all.
+    fn default() -> Self {
+        Self {
+            total_bytes: 200 * MIB,
+            member_bytes: 64 * MIB,
+        }
+    }
+}
+
+/// The `manifest.json` member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format_version: u32,
+    /// RFC 3339, UTC.
+    pub generated_at: String,
+    pub meta: BundleMeta,
+    pub limits: BundleLimits,
+    /// In collection order.
+    pub collectors: Vec<CollectorReport>,
+    /// Content bytes of every member except the manifest.
+    pub total_bytes: u64,
+    /// Members cut or left out by a size cap.
+    pub truncated: Vec<TruncatedMember>,
+}
+
+impl Manifest {
+    pub fn collector(&self, name: &str) -> Option<&CollectorReport> {
+        self.collectors.iter().find(|c| c.name == name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TruncatedMember {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Runs every collector and writes one complete tar.gz to `out`.
+///
+/// Blocking: run it on a blocking thread; `out` may be a pipe to the network,
+/// so members are written as they are produced. Returns the manifest (also
+/// the archive's last member, `manifest.json`) and `out` after the gzip
+/// stream is finished. Fails only if writing to `out` fails.
+pub fn write_bundle<W: Write>(
+    out: W,
+    ctx: &CollectContext,
+    meta: &BundleMeta,
+    limits: &BundleLimits,
+) -> anyhow::Result<(Manifest, W)> {
+    let now = SystemTime::now();
+    let mut sink = TarSink {
+        builder: tar::Builder::new(GzEncoder::new(out, Compression::new(GZIP_LEVEL))),
+        limits: *limits,
+        used: 0,
+        mtime: now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+    };
+    sink.append_dir().context("writing the bundle's top directory")?;
+
+    let mut collectors = Vec::with_capacity(collect::COLLECTORS.len());
+    for (name, collector) in collect::COLLECTORS {
+        let report = collect::run_collector(name, *collector, ctx, &mut sink)
+            .with_context(|| format!("writing the {name} members of the bundle"))?;
+        tracing::debug!(
+            collector = name,
+            status = ?report.status,
+            bytes = report.bytes,
+            duration_ms = report.duration_ms,
+            "collected"
+        );
+        collectors.push(report);
+    }
+
+    let truncated = collectors
+        .iter()
+        .flat_map(|c| &c.files)
+        .filter_map(|f| {
+            let capped = f.status == Status::Skipped
+                && matches!(f.reason.as_deref(), Some(BUNDLE_CAP_REASON | MEMBER_CAP_REASON));
+            if f.truncated || capped {
+                Some(TruncatedMember {
+                    path: f.path.clone(),
+                    reason: f.reason.clone().unwrap_or_default(),
+                })
+            } else {
+                None
+            }
+        })
+        .collect();
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        generated_at: humantime::format_rfc3339_seconds(now).to_string(),
+        meta: meta.clone(),
+        limits: *limits,
+        total_bytes: sink.used,
+        collectors,
+        truncated,
+    };
+    let mut json = serde_json::to_vec_pretty(&manifest).context("serializing the manifest")?;
+    json.push(b'\n');
+    // Reasons quote commands' stderr; scrub the manifest like any member.
+    ctx.redactor.redact(&mut json);
+    sink.append_member(MANIFEST_NAME, &json)
+        .context("writing manifest.json")?;
+
+    let gz = sink
+        .builder
+        .into_inner()
+        .context("finishing the tar stream")?;
+    let out = gz.finish().context("finishing the gzip stream")?;
+    Ok((manifest, out))
+}
+
+struct TarSink<W: Write> {
+    builder: tar::Builder<GzEncoder<W>>,
+    limits: BundleLimits,
+    used: u64,
+    mtime: u64,
+}
+
+impl<W: Write> TarSink<W> {
+    fn header(&self, size: u64, mode: u32, kind: tar::EntryType) -> tar::Header {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(kind);
+        header.set_size(size);
+        header.set_mode(mode);
+        header.set_mtime(self.mtime);
+        header.set_uid(0);
+        header.set_gid(0);
+        header
+    }
+
+    fn append_dir(&mut self) -> std::io::Result<()> {
+        let mut header = self.header(0, 0o755, tar::EntryType::Directory);
+        self.builder
+            .append_data(&mut header, format!("{TOP_DIR}/"), std::io::empty())
+    }
+
+    fn append_member(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
+        let mut header = self.header(data.len() as u64, 0o644, tar::EntryType::Regular);
+        self.builder
+            .append_data(&mut header, format!("{TOP_DIR}/{path}"), data)
+    }
+}
+
+impl<W: Write> Sink for TarSink<W> {
+    fn budget(&self) -> Budget {
+        let remaining = self.limits.total_bytes.saturating_sub(self.used);
+        if remaining < self.limits.member_bytes {
+            Budget {
+                bytes: remaining,
+                reason: BUNDLE_CAP_REASON,
+            }
+        } else {
+            Budget {
+                bytes: self.limits.member_bytes,
+                reason: MEMBER_CAP_REASON,
+            }
+        }
+    }
+
+    fn append(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
+        self.append_member(path, data)?;
+        self.used += data.len() as u64;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::testing::{context, fixture_path, fixtures_bin, script};
+    use std::io::Read as _;
+    use std::path::Path;
+
+    fn meta() -> BundleMeta {
+        BundleMeta {
+            agent_version: "0.1.0".into(),
+            host_id: "b7e0c1a2-0000-4000-8000-000000000001".into(),
+            infra_env_id: "b7e0c1a2-0000-4000-8000-000000000002".into(),
+            cluster_id: None,
+            boot_id: "8f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0".into(),
+            boot_number: 2,
+            service_stage: Some("Rebooting".into()),
+            reason: "first".into(),
+        }
+    }
+
+    /// A sysroot with the files the precious collectors read.
+    fn fake_root() -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        let p = root.path();
+        for dir in ["etc", "var/log/openshift", "proc/self", "proc/sys/kernel/random"] {
+            std::fs::create_dir_all(p.join(dir)).unwrap();
+        }
+        std::fs::write(p.join("etc/resolv.conf"), b"nameserver 192.168.122.1\n").unwrap();
+        std::fs::write(p.join("etc/hostname"), b"master-0\n").unwrap();
+        std::fs::write(
+            p.join("var/log/openshift/bootkube.json"),
+            br#"[{"timestamp":"2026-11-22T10:00:00Z","phase":"service start"}]"#,
+        )
+        .unwrap();
+        std::fs::write(p.join("proc/self/mountinfo"), b"22 1 252:4 / / rw - xfs /dev/vda4 rw\n")
+            .unwrap();
+        std::fs::write(p.join("proc/sys/kernel/random/boot_id"), b"8f1e2d3c\n").unwrap();
+        root
+    }
+
+    /// A journalctl that runs the fixture with extra environment.
+    fn journal_wrapper(env: &str) -> tempfile::TempDir {
+        let bin = tempfile::tempdir().unwrap();
+        script(
+            bin.path(),
+            "journalctl",
+            &format!("{env} exec '{}/journalctl' \"$@\"", fixtures_bin().display()),
+        );
+        bin
+    }
+
+    fn unpack(gz: &[u8]) -> Vec<(String, tar::Header, Vec<u8>)> {
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(gz));
+        archive
+            .entries()
+            .unwrap()
+            .map(|entry| {
+                let mut entry = entry.unwrap();
+                let path = entry.path().unwrap().to_string_lossy().into_owned();
+                let header = entry.header().clone();
+                let mut data = Vec::new();
+                entry.read_to_end(&mut data).unwrap();
+                (path, header, data)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bundle_round_trips_with_a_complete_manifest() {
+        let root = fake_root();
+        let bin = journal_wrapper("FAKE_JOURNAL_EXTRA='token=sekrit-token-1234567890' ");
+        let ctx = context(root.path(), Some(fixture_path(Some(bin.path()))));
+        let (manifest, gz) =
+            write_bundle(Vec::new(), &ctx, &meta(), &BundleLimits::default()).unwrap();
+
+        let members = unpack(&gz);
+        let (last, _, json) = members.last().unwrap();
+        assert_eq!(last, "host_boot/manifest.json");
+        let parsed: Manifest = serde_json::from_slice(json).unwrap();
+        assert_eq!(parsed, manifest);
+        assert_eq!(parsed.format_version, 1);
+        assert_eq!(parsed.meta, meta());
+        assert!(humantime::parse_rfc3339(&parsed.generated_at).is_ok());
+        let names: Vec<&str> = parsed.collectors.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["records", "network", "mounts", "system", "crio", "journal"]);
+
+        // Every archived file in the manifest is in the tar with its size,
+        // and every tar member but the directory and manifest is in the manifest.
+        let files: Vec<_> = parsed.collectors.iter().flat_map(|c| &c.files).collect();
+        for file in files.iter().filter(|f| f.archived) {
+            let name = format!("host_boot/{}", file.path);
+            let (_, header, data) = members.iter().find(|(p, _, _)| *p == name).expect(&name);
+            assert_eq!(data.len() as u64, file.bytes);
+            assert_eq!(header.mode().unwrap(), 0o644);
+            assert_eq!(header.uid().unwrap(), 0);
+        }
+        assert_eq!(
+            members.len(),
+            files.iter().filter(|f| f.archived).count() + 2
+        );
+        let sum: u64 = files.iter().map(|f| f.bytes).sum();
+        assert_eq!(parsed.total_bytes, sum);
+
+        let get = |p: &str| &members.iter().find(|(n, _, _)| n == p).unwrap().2;
+        assert_eq!(
+            get("host_boot/records/bootkube.json"),
+            br#"[{"timestamp":"2026-11-22T10:00:00Z","phase":"service start"}]"#
+        );
+        assert_eq!(get("host_boot/network/resolv.conf"), b"nameserver 192.168.122.1\n");
+        assert_eq!(get("host_boot/mounts/mountinfo"), b"22 1 252:4 / / rw - xfs /dev/vda4 rw\n");
+
+        // The token never reaches the archive, and each redaction is counted.
+        let journal = parsed.collector("journal").unwrap();
+        let redacted: usize = journal.files.iter().map(|f| f.redactions).sum();
+        let with_output = journal.files.iter().filter(|f| f.path != "journal/list-boots.txt").count();
+        assert_eq!(redacted, with_output);
+        let mut plain = Vec::new();
+        flate2::read::GzDecoder::new(gz.as_slice()).read_to_end(&mut plain).unwrap();
+        assert!(!String::from_utf8_lossy(&plain).contains("sekrit-token"));
+    }
+
+    #[test]
+    fn total_cap_cuts_the_journals_and_keeps_the_precious_members() {
+        let root = fake_root();
+        let bin = journal_wrapper("FAKE_JOURNAL_BYTES=1000000 ");
+        let ctx = context(root.path(), Some(fixture_path(Some(bin.path()))));
+        let limits = BundleLimits {
+            total_bytes: 96 * 1024,
+            member_bytes: 32 * 1024,
+        };
+        let (manifest, gz) = write_bundle(Vec::new(), &ctx, &meta(), &limits).unwrap();
+        let members = unpack(&gz);
+
+        let content: u64 = members
+            .iter()
+            .filter(|(p, _, _)| p != "host_boot/manifest.json")
+            .map(|(_, _, d)| d.len() as u64)
+            .sum();
+        assert!(content <= limits.total_bytes, "{content}");
+        assert_eq!(content, manifest.total_bytes);
+        for precious in [
+            "host_boot/records/bootkube.json",
+            "host_boot/network/resolv.conf",
+            "host_boot/network/ip-addr.txt",
+            "host_boot/mounts/mountinfo",
+            "host_boot/system/summary.json",
+        ] {
+            assert!(members.iter().any(|(p, _, _)| p == precious), "{precious}");
+        }
+        let journal = manifest.collector("journal").unwrap();
+        let this_boot = journal
+            .files
+            .iter()
+            .find(|f| f.path == "journal/this-boot.log")
+            .unwrap();
+        assert!(
+            this_boot.reason.as_deref().unwrap().contains("bundle size cap"),
+            "{this_boot:?}"
+        );
+        let cut = journal.files.iter().find(|f| f.truncated).unwrap();
+        assert!(cut.bytes <= limits.member_bytes);
+        // The tail is kept: the journal's last filler line ends the member.
+        let (_, _, data) = members
+            .iter()
+            .find(|(p, _, _)| *p == format!("host_boot/{}", cut.path))
+            .unwrap();
+        assert!(data.ends_with(b"filler[1]: xxxxxxxxxxxxxxx\n"));
+        assert!(manifest
+            .truncated
+            .iter()
+            .any(|t| t.path == "journal/previous-boot.log" && t.reason == "bundle size cap"));
+    }
+
+    /// Accepts `limit` bytes, then fails like a closed connection.
+    #[derive(Debug)]
+    struct BrokenPipe {
+        limit: usize,
+        written: usize,
+    }
+
+    impl Write for BrokenPipe {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.written + buf.len() > self.limit {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+            self.written += buf.len();
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn write_failure_is_the_only_error() {
+        let root = fake_root();
+        let ctx = context(root.path(), Some(fixture_path(None)));
+        let out = BrokenPipe {
+            limit: 0,
+            written: 0,
+        };
+        let err = write_bundle(out, &ctx, &meta(), &BundleLimits::default()).unwrap_err();
+        assert!(format!("{err:#}").to_lowercase().contains("broken pipe"), "{err:#}");
+
+        // Nothing on PATH at all still makes a complete bundle.
+        let empty = tempfile::tempdir().unwrap();
+        let ctx = context(Path::new("/nonexistent-root"), Some(empty.path().into()));
+        let (manifest, gz) =
+            write_bundle(Vec::new(), &ctx, &meta(), &BundleLimits::default()).unwrap();
+        assert_eq!(manifest.collector("journal").unwrap().status, Status::Skipped);
+        assert_eq!(unpack(&gz).last().unwrap().0, "host_boot/manifest.json");
+    }
+}

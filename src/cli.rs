@@ -1,0 +1,143 @@
+//! Command-line surface: one clap derive struct per subcommand.
+//!
+//! Only flags live here; merging them with the environment and the on-disk
+//! discovery contract is `config`'s job, so every field is optional.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "assisted-boot-reporter", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Verbosity of the agent's own log (to stderr, i.e. the journal).
+    #[arg(long, global = true, value_enum, default_value = "info", env = "ASSISTED_BOOT_REPORTER_LOG_LEVEL")]
+    pub log_level: LogLevel,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Report the boot stage and ship boot logs until done (what the systemd unit runs).
+    Run(RunArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+/// Flags of `run`. Every value may also come from the environment or the
+/// discovery contract directory; see `docs/discovery-contract.md`.
+#[derive(Debug, Default, Clone, Args)]
+pub struct RunArgs {
+    /// Discovery contract directory written by the discovery agent
+    /// [default: <root>/etc/assisted-boot-reporter].
+    #[arg(long, value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
+
+    /// The agent's own bookkeeping (boot ledger) [default: <root>/var/lib/assisted-boot-reporter].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Sysroot prefix for every host file read or removed.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// assisted-service base URL, e.g. https://api.openshift.com (env ASSISTED_SERVICE_URL).
+    #[arg(long, value_name = "URL")]
+    pub service_url: Option<String>,
+
+    /// File holding the pull secret JSON or a bare agent token (env PULL_SECRET_TOKEN
+    /// carries the value itself). Never pass a secret as an argument: any user can read it.
+    #[arg(long, value_name = "PATH")]
+    pub pull_secret_file: Option<PathBuf>,
+
+    /// Infra-env of the host (env INFRA_ENV_ID).
+    #[arg(long, value_name = "UUID")]
+    pub infra_env_id: Option<String>,
+
+    /// The host's ID (env HOST_ID).
+    #[arg(long, value_name = "UUID")]
+    pub host_id: Option<String>,
+
+    /// The cluster's ID when known; otherwise learnt from the service (env CLUSTER_ID).
+    #[arg(long, value_name = "UUID")]
+    pub cluster_id: Option<String>,
+
+    /// Time between bundles, e.g. 10m (env LOG_SEND_FREQUENCY_IN_MINUTES, in minutes) [default: 10m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub upload_interval: Option<Duration>,
+
+    /// How long the reporter runs on a boot before giving up, e.g. 1h
+    /// (env SERVICE_TIMEOUT_MINUTES, in minutes) [default: 1h].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    /// CA bundle (PEM) to trust for the service [default: the contract's CA file when present].
+    #[arg(long, value_name = "PATH")]
+    pub cacert: Option<PathBuf>,
+
+    /// Skip TLS verification of the service. Logged as a warning on every start.
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Where kubelet answers "ok" once healthy [default: http://127.0.0.1:10248/healthz].
+    #[arg(long, value_name = "URL")]
+    pub kubelet_healthz_url: Option<String>,
+
+    /// The logs type bundles are uploaded as [default: host_boot].
+    #[arg(long, value_name = "TYPE")]
+    pub logs_type: Option<String>,
+
+    /// Longest a single collector command may run before it is killed [default: 60s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub command_timeout: Option<Duration>,
+
+    /// First retry delay of a failed request; doubles up to --retry-max-delay [default: 1s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub retry_initial_delay: Option<Duration>,
+
+    /// Cap of the retry delay (a Retry-After above it is capped too) [default: 60s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub retry_max_delay: Option<Duration>,
+
+    /// Attempts per request before giving up until the next cycle [default: 5].
+    #[arg(long, value_name = "N")]
+    pub retry_attempts: Option<u32>,
+
+    /// Time limit of one HTTP request, upload included [default: 5m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub request_timeout: Option<Duration>,
+}
+
+fn parse_duration(value: &str) -> Result<Duration, String> {
+    humantime::parse_duration(value).map_err(|err| format!("{err} (expected e.g. 10m, 90s, 1h)"))
+}
+
+pub fn init_tracing(level: LogLevel) {
+    let level = match level {
+        LogLevel::Error => tracing::Level::ERROR,
+        LogLevel::Warn => tracing::Level::WARN,
+        LogLevel::Info => tracing::Level::INFO,
+        LogLevel::Debug => tracing::Level::DEBUG,
+        LogLevel::Trace => tracing::Level::TRACE,
+    };
+    // journald adds its own timestamps; under a terminal the time helps.
+    let builder = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    if std::env::var_os("JOURNAL_STREAM").is_some() {
+        builder.without_time().init();
+    } else {
+        builder.init();
+    }
+}

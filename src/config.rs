@@ -1,0 +1,812 @@
+//! Configuration: merges flags, the environment, the discovery contract
+//! directory and defaults (in that order of precedence) into one [`Config`].
+//!
+//! The directory layout is documented in `docs/discovery-contract.md`; keep the
+//! two in step. Every failure names what is missing or wrong and where it was
+//! looked for, because the person reading it is a support engineer looking at
+//! a journal from a host they cannot log into.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io::ErrorKind;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use reqwest::Url;
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::api::RetryPolicy;
+use crate::cli::RunArgs;
+
+pub const DEFAULT_CONFIG_DIR: &str = "/etc/assisted-boot-reporter";
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/assisted-boot-reporter";
+/// Where hosts installed with a private service CA already have it.
+pub const SERVICE_CA_PATH: &str = "/etc/assisted-service/service-ca-cert.crt";
+pub const DEFAULT_KUBELET_HEALTHZ_URL: &str = "http://127.0.0.1:10248/healthz";
+pub const DEFAULT_LOGS_TYPE: &str = "host_boot";
+pub const DEFAULT_UPLOAD_INTERVAL: Duration = Duration::from_secs(10 * 60);
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// Files of the discovery contract directory.
+pub mod files {
+    pub const SERVICE_URL: &str = "service-url";
+    pub const PULL_SECRET: &str = "pull-secret";
+    pub const INFRA_ENV_ID: &str = "infra-env-id";
+    pub const HOST_ID: &str = "host-id";
+    pub const CLUSTER_ID: &str = "cluster-id";
+    pub const CA_CERT: &str = "ca.crt";
+    pub const TUNABLES: &str = "reporter.conf";
+    /// Everything the reporter may remove when it cleans up, secret first.
+    pub const ALL: [&str; 7] = [
+        PULL_SECRET,
+        SERVICE_URL,
+        INFRA_ENV_ID,
+        HOST_ID,
+        CLUSTER_ID,
+        CA_CERT,
+        TUNABLES,
+    ];
+}
+
+/// Environment names, compatible with the upstream unit.
+pub mod env {
+    pub const SERVICE_URL: &str = "ASSISTED_SERVICE_URL";
+    pub const TOKEN: &str = "PULL_SECRET_TOKEN";
+    pub const CLUSTER_ID: &str = "CLUSTER_ID";
+    pub const HOST_ID: &str = "HOST_ID";
+    pub const INFRA_ENV_ID: &str = "INFRA_ENV_ID";
+    pub const UPLOAD_MINUTES: &str = "LOG_SEND_FREQUENCY_IN_MINUTES";
+    pub const TIMEOUT_MINUTES: &str = "SERVICE_TIMEOUT_MINUTES";
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("missing configuration: {what} (looked in {})", .looked_in.join(", "))]
+    Missing { what: &'static str, looked_in: Vec<String> },
+    #[error("invalid {what} from {source_name}: {reason}")]
+    Invalid {
+        what: &'static str,
+        source_name: String,
+        reason: String,
+    },
+    #[error("reading {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The agent token. Its `Debug` never shows the value, so a stray `{:?}`
+/// cannot leak it into the journal.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([REDACTED])")
+    }
+}
+
+/// Credentials read from a pull secret or a bare token.
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    /// Sent as `X-Secret-Key`.
+    pub token: Secret,
+    /// Every secret string worth scrubbing from shipped content: the token,
+    /// every registry auth of the pull secret, and the pull secret text itself.
+    pub scrub: Vec<Secret>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub root: PathBuf,
+    pub config_dir: PathBuf,
+    pub state_dir: PathBuf,
+    pub service_url: Url,
+    /// None only where the service runs without authentication (on-premise).
+    pub credentials: Option<Credentials>,
+    pub infra_env_id: Uuid,
+    pub host_id: Uuid,
+    pub cluster_id: Option<Uuid>,
+    pub upload_interval: Duration,
+    pub timeout: Duration,
+    pub ca_cert: Option<PathBuf>,
+    pub insecure: bool,
+    pub kubelet_healthz_url: Url,
+    pub logs_type: String,
+    pub command_timeout: Duration,
+    pub request_timeout: Duration,
+    pub retry: RetryPolicy,
+    /// Warnings found while resolving (loose file modes...), logged by the caller
+    /// once tracing is set up.
+    pub warnings: Vec<String>,
+}
+
+/// Where a value came from, for error messages.
+struct Found {
+    value: String,
+    from: String,
+}
+
+/// Tunables file: the same names as the environment, `KEY=VALUE` per line, so a
+/// unit's `EnvironmentFile=` and this file are interchangeable.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Tunables {
+    #[serde(rename = "ASSISTED_SERVICE_URL")]
+    service_url: Option<String>,
+    #[serde(rename = "CLUSTER_ID")]
+    cluster_id: Option<String>,
+    #[serde(rename = "HOST_ID")]
+    host_id: Option<String>,
+    #[serde(rename = "INFRA_ENV_ID")]
+    infra_env_id: Option<String>,
+    #[serde(rename = "LOG_SEND_FREQUENCY_IN_MINUTES")]
+    upload_minutes: Option<String>,
+    #[serde(rename = "SERVICE_TIMEOUT_MINUTES")]
+    timeout_minutes: Option<String>,
+}
+
+impl Config {
+    /// Resolves the configuration. `getenv` is the process environment in
+    /// production and a map in tests.
+    pub fn resolve(
+        args: &RunArgs,
+        getenv: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+        let config_dir = args
+            .config_dir
+            .clone()
+            .unwrap_or_else(|| under_root(&root, DEFAULT_CONFIG_DIR));
+        let state_dir = args
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| under_root(&root, DEFAULT_STATE_DIR));
+        let dir = ContractDir::new(&config_dir);
+        let tunables = dir.tunables()?;
+        let mut warnings = Vec::new();
+        let getenv = |name: &str| getenv(name).filter(|v| !v.trim().is_empty());
+
+        let service_url = first_of(
+            args.service_url.as_ref().map(|v| found(v, "--service-url")),
+            getenv(env::SERVICE_URL).map(|v| found(&v, env::SERVICE_URL)),
+            dir.read(files::SERVICE_URL)?,
+            tunables.service_url.as_ref().map(|v| found(v, &dir.tunables_name())),
+        )
+        .ok_or_else(|| ConfigError::Missing {
+            what: "assisted-service URL",
+            looked_in: vec![
+                "--service-url".into(),
+                env::SERVICE_URL.into(),
+                dir.display(files::SERVICE_URL),
+            ],
+        })?;
+        let service_url = parse_service_url(&service_url)?;
+
+        let infra_env_id = required_uuid(
+            "infra-env ID",
+            args.infra_env_id.as_deref(),
+            "--infra-env-id",
+            &getenv,
+            env::INFRA_ENV_ID,
+            &dir,
+            files::INFRA_ENV_ID,
+            tunables.infra_env_id.as_deref(),
+        )?;
+        let host_id = required_uuid(
+            "host ID",
+            args.host_id.as_deref(),
+            "--host-id",
+            &getenv,
+            env::HOST_ID,
+            &dir,
+            files::HOST_ID,
+            tunables.host_id.as_deref(),
+        )?;
+        let cluster_id = first_of(
+            args.cluster_id.as_ref().map(|v| found(v, "--cluster-id")),
+            getenv(env::CLUSTER_ID).map(|v| found(&v, env::CLUSTER_ID)),
+            dir.read(files::CLUSTER_ID)?,
+            tunables.cluster_id.as_ref().map(|v| found(v, &dir.tunables_name())),
+        )
+        .map(|f| parse_uuid("cluster ID", &f))
+        .transpose()?;
+
+        let credentials = resolve_credentials(args, &getenv, &dir, &mut warnings)?;
+
+        let upload_interval = resolve_duration(
+            "upload interval",
+            args.upload_interval,
+            getenv(env::UPLOAD_MINUTES).map(|v| found(&v, env::UPLOAD_MINUTES)),
+            tunables.upload_minutes.as_ref().map(|v| found(v, &dir.tunables_name())),
+            DEFAULT_UPLOAD_INTERVAL,
+        )?;
+        let timeout = resolve_duration(
+            "timeout",
+            args.timeout,
+            getenv(env::TIMEOUT_MINUTES).map(|v| found(&v, env::TIMEOUT_MINUTES)),
+            tunables.timeout_minutes.as_ref().map(|v| found(v, &dir.tunables_name())),
+            DEFAULT_TIMEOUT,
+        )?;
+
+        let ca_cert = match &args.cacert {
+            Some(path) => {
+                if !path.is_file() {
+                    return Err(ConfigError::Invalid {
+                        what: "CA certificate",
+                        source_name: "--cacert".into(),
+                        reason: format!("{} is not a readable file", path.display()),
+                    });
+                }
+                Some(path.clone())
+            }
+            None => [config_dir.join(files::CA_CERT), under_root(&root, SERVICE_CA_PATH)]
+                .into_iter()
+                .find(|p| p.is_file()),
+        };
+
+        let kubelet_healthz_url = args
+            .kubelet_healthz_url
+            .as_deref()
+            .unwrap_or(DEFAULT_KUBELET_HEALTHZ_URL);
+        let kubelet_healthz_url =
+            Url::parse(kubelet_healthz_url).map_err(|err| ConfigError::Invalid {
+                what: "kubelet healthz URL",
+                source_name: "--kubelet-healthz-url".into(),
+                reason: err.to_string(),
+            })?;
+
+        let logs_type = args
+            .logs_type
+            .clone()
+            .unwrap_or_else(|| DEFAULT_LOGS_TYPE.to_owned());
+        if logs_type.is_empty() || !logs_type.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return Err(ConfigError::Invalid {
+                what: "logs type",
+                source_name: "--logs-type".into(),
+                reason: format!("{logs_type:?} is not a plain identifier"),
+            });
+        }
+
+        let defaults = RetryPolicy::default();
+        let retry = RetryPolicy {
+            attempts: args.retry_attempts.unwrap_or(defaults.attempts).max(1),
+            initial_delay: args.retry_initial_delay.unwrap_or(defaults.initial_delay),
+            max_delay: args.retry_max_delay.unwrap_or(defaults.max_delay),
+        };
+        if upload_interval.is_zero() || timeout.is_zero() {
+            return Err(ConfigError::Invalid {
+                what: "duration",
+                source_name: "--upload-interval/--timeout".into(),
+                reason: "must be greater than zero".into(),
+            });
+        }
+
+        Ok(Config {
+            root,
+            config_dir,
+            state_dir,
+            service_url,
+            credentials,
+            infra_env_id,
+            host_id,
+            cluster_id,
+            upload_interval,
+            timeout,
+            ca_cert,
+            insecure: args.insecure,
+            kubelet_healthz_url,
+            logs_type,
+            command_timeout: args.command_timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
+            request_timeout: args.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            retry,
+            warnings,
+        })
+    }
+
+    /// A host path under the configured sysroot.
+    pub fn host_path(&self, absolute: &str) -> PathBuf {
+        under_root(&self.root, absolute)
+    }
+}
+
+/// Joins an absolute host path under a sysroot.
+pub fn under_root(root: &Path, absolute: &str) -> PathBuf {
+    root.join(absolute.trim_start_matches('/'))
+}
+
+fn found(value: &str, from: &str) -> Found {
+    Found {
+        value: value.trim().to_owned(),
+        from: from.to_owned(),
+    }
+}
+
+fn first_of(a: Option<Found>, b: Option<Found>, c: Option<Found>, d: Option<Found>) -> Option<Found> {
+    a.or(b).or(c).or(d).filter(|f| !f.value.is_empty())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn required_uuid(
+    what: &'static str,
+    flag_value: Option<&str>,
+    flag: &str,
+    getenv: &dyn Fn(&str) -> Option<String>,
+    env_name: &str,
+    dir: &ContractDir,
+    file: &str,
+    tunable: Option<&str>,
+) -> Result<Uuid, ConfigError> {
+    let value = first_of(
+        flag_value.map(|v| found(v, flag)),
+        getenv(env_name).map(|v| found(&v, env_name)),
+        dir.read(file)?,
+        tunable.map(|v| found(v, &dir.tunables_name())),
+    )
+    .ok_or_else(|| ConfigError::Missing {
+        what,
+        looked_in: vec![flag.into(), env_name.into(), dir.display(file)],
+    })?;
+    parse_uuid(what, &value)
+}
+
+fn parse_uuid(what: &'static str, found: &Found) -> Result<Uuid, ConfigError> {
+    Uuid::parse_str(&found.value).map_err(|err| ConfigError::Invalid {
+        what,
+        source_name: found.from.clone(),
+        reason: format!("{:?} is not a UUID: {err}", truncate(&found.value, 64)),
+    })
+}
+
+fn parse_service_url(found: &Found) -> Result<Url, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid {
+        what: "assisted-service URL",
+        source_name: found.from.clone(),
+        reason,
+    };
+    let mut url = Url::parse(&found.value).map_err(|err| invalid(format!("{err}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(format!("scheme {:?} is not http or https", url.scheme())));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        // Credentials in the URL would end up in every log line that names it.
+        return Err(invalid("the URL must not carry credentials".into()));
+    }
+    // Accept both "https://svc" and "https://svc/api/assisted-install"; the
+    // client appends the API path itself.
+    let path = url.path().trim_end_matches('/').to_owned();
+    let path = path.strip_suffix("/api/assisted-install").unwrap_or(&path).to_owned();
+    url.set_path(&path);
+    url.set_query(None);
+    url.set_fragment(None);
+    Ok(url)
+}
+
+fn resolve_duration(
+    what: &'static str,
+    flag: Option<Duration>,
+    from_env: Option<Found>,
+    from_file: Option<Found>,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    if let Some(value) = flag {
+        return Ok(value);
+    }
+    match from_env.or(from_file) {
+        Some(found) => parse_minutes(&found.value).map_err(|reason| ConfigError::Invalid {
+            what,
+            source_name: found.from,
+            reason,
+        }),
+        None => Ok(default),
+    }
+}
+
+/// The upstream variables count whole minutes; a unit suffix ("90s") is
+/// accepted too so tests and impatient admins can go below a minute.
+fn parse_minutes(value: &str) -> Result<Duration, String> {
+    if let Ok(minutes) = value.parse::<u64>() {
+        return minutes
+            .checked_mul(60)
+            .map(Duration::from_secs)
+            .ok_or_else(|| format!("{value} minutes is too long"));
+    }
+    humantime::parse_duration(value)
+        .map_err(|err| format!("{value:?} is neither whole minutes nor a duration like 10m: {err}"))
+}
+
+fn truncate(value: &str, max: usize) -> &str {
+    match value.char_indices().nth(max) {
+        Some((idx, _)) => &value[..idx],
+        None => value,
+    }
+}
+
+fn resolve_credentials(
+    args: &RunArgs,
+    getenv: &dyn Fn(&str) -> Option<String>,
+    dir: &ContractDir,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Credentials>, ConfigError> {
+    let (text, from) = if let Some(path) = &args.pull_secret_file {
+        let text = read_secret_file(path, warnings)?.ok_or_else(|| ConfigError::Missing {
+            what: "pull secret",
+            looked_in: vec![format!("--pull-secret-file {}", path.display())],
+        })?;
+        (text, format!("--pull-secret-file {}", path.display()))
+    } else if let Some(value) = getenv(env::TOKEN) {
+        (value, env::TOKEN.to_owned())
+    } else {
+        let path = dir.path(files::PULL_SECRET);
+        match read_secret_file(&path, warnings)? {
+            Some(text) => (text, path.display().to_string()),
+            None => {
+                warnings.push(format!(
+                    "no agent token configured (looked in {}, {}): requests carry no X-Secret-Key, \
+                     which only an assisted-service without authentication accepts",
+                    env::TOKEN,
+                    path.display()
+                ));
+                return Ok(None);
+            }
+        }
+    };
+    parse_credentials(&text)
+        .map(Some)
+        .map_err(|reason| ConfigError::Invalid {
+            what: "pull secret",
+            source_name: from,
+            reason,
+        })
+}
+
+/// Reads a secret file, warning when its mode lets anyone but the owner read it.
+fn read_secret_file(path: &Path, warnings: &mut Vec<String>) -> Result<Option<String>, ConfigError> {
+    let meta = match fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ConfigError::Io {
+                path: path.to_owned(),
+                source,
+            })
+        }
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        warnings.push(format!(
+            "SECRET FILE {} HAS MODE {mode:04o}: other users can read the agent token; it must be 0600",
+            path.display()
+        ));
+    }
+    fs::read_to_string(path)
+        .map(Some)
+        .map_err(|source| ConfigError::Io {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+#[derive(Deserialize)]
+struct PullSecret {
+    auths: BTreeMap<String, RegistryAuth>,
+}
+
+#[derive(Deserialize)]
+struct RegistryAuth {
+    auth: Option<String>,
+}
+
+const CLOUD_REGISTRY: &str = "cloud.openshift.com";
+
+/// Extracts the agent token from a pull secret JSON, or takes a bare token.
+/// The token is the raw `auth` of `cloud.openshift.com`, sent as-is (still
+/// base64): that is what the hosted service expects.
+pub fn parse_credentials(text: &str) -> Result<Credentials, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err("it is empty".into());
+    }
+    if trimmed.starts_with('{') {
+        // serde_json's errors quote no input, so the secret cannot leak through them.
+        let secret: PullSecret = serde_json::from_str(trimmed)
+            .map_err(|err| format!("not a pull secret JSON ({err})"))?;
+        let token = secret
+            .auths
+            .get(CLOUD_REGISTRY)
+            .and_then(|a| a.auth.clone())
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| format!("the pull secret has no auths[\"{CLOUD_REGISTRY}\"].auth"))?;
+        let mut scrub: Vec<Secret> = secret
+            .auths
+            .values()
+            .filter_map(|a| a.auth.clone())
+            .map(Secret)
+            .collect();
+        scrub.push(Secret(trimmed.to_owned()));
+        return Ok(Credentials {
+            token: Secret(token.trim().to_owned()),
+            scrub,
+        });
+    }
+    if trimmed.chars().any(char::is_whitespace) || !trimmed.is_ascii() {
+        return Err("a bare token must be one printable ASCII word".into());
+    }
+    Ok(Credentials {
+        token: Secret(trimmed.to_owned()),
+        scrub: vec![Secret(trimmed.to_owned())],
+    })
+}
+
+/// The discovery contract directory.
+struct ContractDir {
+    dir: PathBuf,
+}
+
+impl ContractDir {
+    fn new(dir: &Path) -> Self {
+        Self { dir: dir.to_owned() }
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+
+    fn display(&self, file: &str) -> String {
+        self.path(file).display().to_string()
+    }
+
+    fn tunables_name(&self) -> String {
+        self.display(files::TUNABLES)
+    }
+
+    /// A one-value file; absent or empty means "not set here".
+    fn read(&self, file: &str) -> Result<Option<Found>, ConfigError> {
+        let path = self.path(file);
+        match fs::read_to_string(&path) {
+            Ok(text) if text.trim().is_empty() => Ok(None),
+            Ok(text) => Ok(Some(found(&text, &path.display().to_string()))),
+            Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(ConfigError::Io { path, source }),
+        }
+    }
+
+    fn tunables(&self) -> Result<Tunables, ConfigError> {
+        let path = self.path(files::TUNABLES);
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Tunables::default()),
+            Err(source) => return Err(ConfigError::Io { path, source }),
+        };
+        parse_tunables(&text).map_err(|reason| ConfigError::Invalid {
+            what: "tunables file",
+            source_name: path.display().to_string(),
+            reason,
+        })
+    }
+}
+
+fn parse_tunables(text: &str) -> Result<Tunables, String> {
+    let mut map = serde_json::Map::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {}: expected KEY=VALUE", number + 1))?;
+        let value = value.trim().trim_matches('"');
+        if key.trim() == env::TOKEN {
+            return Err(format!(
+                "line {}: {} does not belong here; put the secret in the 0600 file {}",
+                number + 1,
+                env::TOKEN,
+                files::PULL_SECRET
+            ));
+        }
+        map.insert(key.trim().to_owned(), serde_json::Value::String(value.to_owned()));
+    }
+    serde_json::from_value(serde_json::Value::Object(map)).map_err(|err| err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    const HOST: &str = "2c7d4e0a-8f9b-4d4e-9a55-0f1e2d3c4b5a";
+    const INFRA: &str = "6b1f1e6e-3d3a-4f0e-8a39-9d7c2f4a1b2c";
+    const OTHER: &str = "11111111-2222-3333-4444-555555555555";
+
+    fn write(dir: &Path, name: &str, content: &str, mode: u32) {
+        let path = dir.join(name);
+        fs::write(&path, content).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn contract_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), files::SERVICE_URL, "https://files.example/\n", 0o644);
+        write(dir.path(), files::PULL_SECRET, "file-token-abcdef\n", 0o600);
+        write(dir.path(), files::INFRA_ENV_ID, INFRA, 0o644);
+        write(dir.path(), files::HOST_ID, HOST, 0o644);
+        dir
+    }
+
+    fn args(dir: &Path) -> RunArgs {
+        RunArgs {
+            config_dir: Some(dir.to_owned()),
+            state_dir: Some(dir.join("state")),
+            root: Some(dir.to_owned()),
+            ..RunArgs::default()
+        }
+    }
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn files_alone_are_enough_and_defaults_apply() {
+        let dir = contract_dir();
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert_eq!(config.service_url.as_str(), "https://files.example/");
+        assert_eq!(config.credentials.unwrap().token.expose(), "file-token-abcdef");
+        assert_eq!(config.host_id.to_string(), HOST);
+        assert_eq!(config.cluster_id, None);
+        assert_eq!(config.upload_interval, DEFAULT_UPLOAD_INTERVAL);
+        assert_eq!(config.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(config.logs_type, "host_boot");
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    }
+
+    #[test]
+    fn flags_beat_environment_beats_files() {
+        let dir = contract_dir();
+        write(dir.path(), files::CLUSTER_ID, OTHER, 0o644);
+        let env = env_of(&[
+            (env::SERVICE_URL, "https://env.example"),
+            (env::TOKEN, "env-token-abcdef"),
+            (env::HOST_ID, OTHER),
+            (env::UPLOAD_MINUTES, "3"),
+            (env::TIMEOUT_MINUTES, "90s"),
+        ]);
+        let mut run = args(dir.path());
+        run.service_url = Some("https://flag.example/api/assisted-install/".into());
+        run.upload_interval = Some(Duration::from_secs(7));
+        let config = Config::resolve(&run, &env).unwrap();
+        assert_eq!(config.service_url.as_str(), "https://flag.example/");
+        assert_eq!(config.credentials.unwrap().token.expose(), "env-token-abcdef");
+        assert_eq!(config.host_id.to_string(), OTHER);
+        assert_eq!(config.cluster_id.unwrap().to_string(), OTHER);
+        assert_eq!(config.upload_interval, Duration::from_secs(7));
+        assert_eq!(config.timeout, Duration::from_secs(90));
+    }
+
+    #[test]
+    fn tunables_file_sits_below_environment_and_rejects_unknown_keys() {
+        let dir = contract_dir();
+        write(
+            dir.path(),
+            files::TUNABLES,
+            "# tuning\nLOG_SEND_FREQUENCY_IN_MINUTES=5\nSERVICE_TIMEOUT_MINUTES=\"30\"\n",
+            0o644,
+        );
+        let config = Config::resolve(&args(dir.path()), &env_of(&[(env::TIMEOUT_MINUTES, "45")])).unwrap();
+        assert_eq!(config.upload_interval, Duration::from_secs(300));
+        assert_eq!(config.timeout, Duration::from_secs(45 * 60));
+
+        write(dir.path(), files::TUNABLES, "LOG_SEND_FREQUENCY=5\n", 0o644);
+        let err = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap_err().to_string();
+        assert!(err.contains("unknown field `LOG_SEND_FREQUENCY`"), "{err}");
+
+        write(dir.path(), files::TUNABLES, "PULL_SECRET_TOKEN=abc\n", 0o644);
+        let err = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap_err().to_string();
+        assert!(err.contains("does not belong here"), "{err}");
+    }
+
+    #[test]
+    fn missing_value_names_every_place_looked() {
+        let dir = contract_dir();
+        fs::remove_file(dir.path().join(files::HOST_ID)).unwrap();
+        let err = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap_err().to_string();
+        assert!(err.starts_with("missing configuration: host ID"), "{err}");
+        assert!(err.contains("--host-id") && err.contains("HOST_ID"), "{err}");
+        assert!(err.contains(&dir.path().join("host-id").display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn invalid_values_are_named_with_their_source() {
+        let dir = contract_dir();
+        write(dir.path(), files::INFRA_ENV_ID, "not-a-uuid", 0o644);
+        let err = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap_err().to_string();
+        assert!(err.contains("invalid infra-env ID") && err.contains("infra-env-id"), "{err}");
+
+        let dir = contract_dir();
+        let err = Config::resolve(&args(dir.path()), &env_of(&[(env::SERVICE_URL, "ftp://x")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ASSISTED_SERVICE_URL") && err.contains("ftp"), "{err}");
+
+        let err = Config::resolve(
+            &args(dir.path()),
+            &env_of(&[(env::SERVICE_URL, "https://user:pw@svc")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("must not carry credentials") && !err.contains("pw"), "{err}");
+    }
+
+    #[test]
+    fn loose_secret_mode_is_a_loud_warning_not_an_error() {
+        let dir = contract_dir();
+        write(dir.path(), files::PULL_SECRET, "file-token-abcdef", 0o644);
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert_eq!(config.warnings.len(), 1);
+        assert!(config.warnings[0].contains("0644"), "{:?}", config.warnings);
+    }
+
+    #[test]
+    fn missing_secret_means_no_auth_with_a_warning() {
+        let dir = contract_dir();
+        fs::remove_file(dir.path().join(files::PULL_SECRET)).unwrap();
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert!(config.credentials.is_none());
+        assert!(config.warnings[0].contains("no agent token"));
+    }
+
+    #[test]
+    fn token_is_the_raw_cloud_auth_of_a_pull_secret() {
+        let text = r#"{"auths":{"quay.io":{"auth":"cXVheTpzZWNyZXQ=","email":"a@b"},
+            "cloud.openshift.com":{"auth":"b3BlbnNoaWZ0LXJlbGVhc2UtZGV2K29jbV9hY2Nlc3M6WFla","email":"a@b"}}}"#;
+        let creds = parse_credentials(text).unwrap();
+        assert_eq!(
+            creds.token.expose(),
+            "b3BlbnNoaWZ0LXJlbGVhc2UtZGV2K29jbV9hY2Nlc3M6WFla"
+        );
+        let scrub: Vec<&str> = creds.scrub.iter().map(Secret::expose).collect();
+        assert!(scrub.contains(&"cXVheTpzZWNyZXQ="));
+        assert!(scrub.contains(&text.trim()));
+    }
+
+    #[test]
+    fn bare_token_and_malformed_secrets() {
+        assert_eq!(parse_credentials("  eyJhbGciOi.abc.def \n").unwrap().token.expose(), "eyJhbGciOi.abc.def");
+        assert!(parse_credentials("").unwrap_err().contains("empty"));
+        assert!(parse_credentials("two words").is_err());
+        let err = parse_credentials(r#"{"auths":{"quay.io":{"auth":"eA=="}}}"#).unwrap_err();
+        assert!(err.contains("cloud.openshift.com"), "{err}");
+        let err = parse_credentials(r#"{"auths": {"cloud.openshift.com": {"auth": "SECRETVALUE""#).unwrap_err();
+        assert!(!err.contains("SECRETVALUE"), "{err}");
+    }
+
+    #[test]
+    fn secret_debug_never_shows_the_value() {
+        let creds = parse_credentials("very-secret-token").unwrap();
+        assert!(!format!("{creds:?}").contains("very-secret-token"));
+    }
+
+    #[test]
+    fn minutes_or_durations() {
+        assert_eq!(parse_minutes("10").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_minutes("2s").unwrap(), Duration::from_secs(2));
+        assert!(parse_minutes("soon").is_err());
+        assert!(parse_minutes(&u64::MAX.to_string()).is_err());
+    }
+}

@@ -1,0 +1,18 @@
+//! assisted-boot-reporter: tells assisted-service which boot an installing host
+//! reached and ships its boot logs, without ever hurting the installation.
+//!
+//! The binary in `main.rs` is a thin shell around [`agent::run`]; everything is
+//! in this library so that tests and fuzz targets can reach the parsers.
+
+pub mod agent;
+pub mod api;
+pub mod bundle;
+pub mod cleanup;
+pub mod cli;
+pub mod collect;
+pub mod config;
+pub mod kubelet;
+pub mod ledger;
+pub mod redact;
+pub mod stage;
+pub mod upload;

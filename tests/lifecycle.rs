@@ -1,0 +1,407 @@
+//! End-to-end: the real agent binary against the in-process mock
+//! assisted-service, over both boots of a host and the ways they go wrong.
+//!
+//! Every scenario builds its own temp world (fixture root copy, discovery
+//! contract dir, state dir, mock data dir), runs the agent with a hard
+//! deadline, asserts on what the mock recorded and on the bundles it stored,
+//! and ends with `final_checks` (no secret anywhere, no single-host GET).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+const SECOND_BOOT_ID: &str = "9b2e4f61-0c3d-4a7b-8e15-2f6d0a9c4b77";
+
+fn opts(timeout: &'static str) -> AgentOpts {
+    AgentOpts { timeout: Some(timeout), ..AgentOpts::default() }
+}
+
+fn seq(r: &Value) -> u64 {
+    r["seq"].as_u64().unwrap_or(u64::MAX)
+}
+
+fn status_of(r: &Value) -> u64 {
+    r["status"].as_u64().unwrap_or(0)
+}
+
+/// Runs a first boot to its timeout on a `Rebooting` master; returns the
+/// number of host_boot uploads so far.
+async fn first_boot(sc: &Scenario, base: &str, timeout: &'static str) -> u64 {
+    let run = sc.run_agent("first boot", &opts(timeout)).await;
+    run.assert_code(0);
+    let state = admin_state(base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], LOCAL_IGNITION, "first boot did not set the stage: {host}");
+    assert!(sc.config_dir.join("pull-secret").exists(), "first boot removed the contract");
+    assert!(!sc.disabled_unit(), "first boot disabled the unit: {:?}", sc.systemctl_calls());
+    uploads_of(host, "host_boot")
+}
+
+// 1 -------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_boot_sets_local_ignition_ships_logs_and_keeps_running_until_timeout() {
+    let sc = Scenario::new("first-boot");
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url().to_string();
+    // No cluster-id in the contract: the agent learns it from the host list.
+    sc.write_config(&base, SecretForm::PullSecretJson, false);
+    // kubelet runs (and may be healthy) on the first boot too: that must not
+    // trigger the second boot's cleanup.
+    let kubelet = start_kubelet(true).await;
+
+    let run = sc
+        .run_agent("first boot", &AgentOpts { kubelet_healthz_url: Some(kubelet), ..opts("4s") })
+        .await;
+    run.assert_code(0);
+    assert!(
+        run.elapsed >= Duration::from_millis(3500),
+        "first boot ended after {:?}, before its 4s timeout",
+        run.elapsed
+    );
+
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], LOCAL_IGNITION, "{host}");
+    assert_eq!(stage_history(host), ["Rebooting", LOCAL_IGNITION], "{host}");
+    let uploads = uploads_of(host, "host_boot");
+    assert!(uploads >= 2, "expected at least 2 host_boot uploads over a 4s run at 1s interval, got {uploads}: {host}");
+    // Every interval (±10 %), not faster: at most one per 0.9s plus the
+    // first and the last.
+    assert!(uploads <= 7, "{uploads} host_boot uploads in a 4s run at a 1s interval: faster than the interval: {host}");
+    check_host_boot_bundle(host);
+
+    // The stage is reported first, the first bundle right after it.
+    let requests = api_requests(&base).await;
+    let first_put = progress_puts(&requests).into_iter().find(|r| status_of(r) == 200).map(seq);
+    let first_upload = log_uploads(&requests).into_iter().find(|r| (200..300).contains(&status_of(r))).map(seq);
+    assert!(first_put.is_some(), "no successful progress PUT: {requests:?}");
+    assert!(first_put < first_upload, "first bundle was uploaded before the stage was reported: {requests:?}");
+
+    // First boot: no cleanup at timeout.
+    for f in ["service-url", "pull-secret", "infra-env-id", "host-id"] {
+        assert!(sc.config_dir.join(f).exists(), "first boot removed contract file {f}");
+    }
+    assert!(sc.state_dir.exists(), "first boot removed its state dir");
+    assert!(!sc.disabled_unit(), "first boot disabled the unit: {:?}", sc.systemctl_calls());
+
+    sc.final_checks(Some(&base)).await;
+}
+
+// 2 -------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_boot_sets_control_plane_ignition_and_cleans_up_once_kubelet_is_healthy() {
+    let sc = Scenario::new("second-boot");
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url().to_string();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+
+    let after_first = first_boot(&sc, &base, "3s").await;
+
+    // Reboot; meanwhile the machine-config server saw the host fetch its
+    // config, so the service moved it to Configuring.
+    sc.reboot(SECOND_BOOT_ID);
+    admin_set_stage(&base, HOST_ID, "Configuring", None).await;
+    let kubelet = start_kubelet(true).await;
+
+    // A long --timeout: only kubelet's health can end this run within the
+    // hard deadline.
+    let run = sc
+        .run_agent(
+            "second boot",
+            &AgentOpts { kubelet_healthz_url: Some(kubelet), deadline: Duration::from_secs(30), ..opts("120s") },
+        )
+        .await;
+    run.assert_code(0);
+
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], CONTROL_PLANE_IGNITION, "{host}");
+    assert_eq!(
+        stage_history(host),
+        ["Rebooting", LOCAL_IGNITION, "Configuring", CONTROL_PLANE_IGNITION],
+        "{host}"
+    );
+    let after_second = uploads_of(host, "host_boot");
+    assert!(
+        after_second > after_first,
+        "no bundle arrived during the second boot (uploads {after_first} -> {after_second})"
+    );
+    check_host_boot_bundle(host);
+
+    assert!(!sc.config_dir.exists(), "config dir still there after second-boot cleanup");
+    assert!(!sc.state_dir.exists(), "state dir still there after second-boot cleanup");
+    assert!(sc.disabled_unit(), "no `systemctl disable {UNIT}`; systemctl calls: {:?}", sc.systemctl_calls());
+
+    sc.final_checks(Some(&base)).await;
+}
+
+// 3 -------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_boot_cleans_up_at_timeout_when_kubelet_never_gets_healthy() {
+    let sc = Scenario::new("second-boot-timeout");
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url().to_string();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+
+    let after_first = first_boot(&sc, &base, "3s").await;
+    sc.reboot(SECOND_BOOT_ID);
+    let kubelet = start_kubelet(false).await;
+
+    let run = sc
+        .run_agent("second boot, kubelet unhealthy", &AgentOpts { kubelet_healthz_url: Some(kubelet), ..opts("4s") })
+        .await;
+    run.assert_code(0);
+    assert!(
+        run.elapsed >= Duration::from_millis(3500),
+        "cleaned up after {:?} although kubelet never answered ok and the timeout is 4s",
+        run.elapsed
+    );
+
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    // Straight from the first new stage to the second: still forward.
+    assert_eq!(host["current_stage"], CONTROL_PLANE_IGNITION, "{host}");
+    assert_eq!(stage_history(host), ["Rebooting", LOCAL_IGNITION, CONTROL_PLANE_IGNITION], "{host}");
+    assert!(uploads_of(host, "host_boot") > after_first, "no bundle during the second boot: {host}");
+    check_host_boot_bundle(host);
+
+    assert!(!sc.config_dir.exists(), "config dir still there after cleanup at timeout");
+    assert!(!sc.state_dir.exists(), "state dir still there after cleanup at timeout");
+    assert!(sc.disabled_unit(), "no `systemctl disable {UNIT}`; systemctl calls: {:?}", sc.systemctl_calls());
+
+    sc.final_checks(Some(&base)).await;
+}
+
+// 4 -------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_already_past_the_target_stage_is_not_moved_backwards() {
+    let sc = Scenario::new("past-target");
+    let mock = sc.start_mock(&HostSeed::at("Configuring", "installing-in-progress")).await;
+    let base = mock.base_url().to_string();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    let before = stage_history(host_of(&admin_state(&base).await, HOST_ID));
+
+    let run = sc.run_agent("first boot, host at Configuring", &opts("3s")).await;
+    run.assert_code(0);
+
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], "Configuring", "{host}");
+    assert_eq!(stage_history(host), before, "stage history changed: {host}");
+    let requests = api_requests(&base).await;
+    let refused: Vec<_> = progress_puts(&requests).into_iter().filter(|r| status_of(r) == 409).collect();
+    assert!(refused.is_empty(), "agent tried to move the stage backwards: {refused:?}");
+    assert!(uploads_of(host, "host_boot") >= 1, "logs not shipped: {host}");
+    check_host_boot_bundle(host);
+    assert!(sc.config_dir.join("pull-secret").exists() && !sc.disabled_unit(), "first boot cleaned up");
+
+    sc.final_checks(Some(&base)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_host_gets_no_stage_but_its_logs_are_shipped() {
+    let sc = Scenario::new("failed-host");
+    let mock = sc.start_mock(&HostSeed::at("Failed", "error")).await;
+    let base = mock.base_url().to_string();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    let before = stage_history(host_of(&admin_state(&base).await, HOST_ID));
+
+    let run = sc.run_agent("first boot, host failed", &opts("3s")).await;
+    run.assert_code(0);
+
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], "Failed", "{host}");
+    assert_eq!(host["status"], "error", "{host}");
+    assert_eq!(stage_history(host), before, "{host}");
+    let requests = api_requests(&base).await;
+    assert!(progress_puts(&requests).is_empty(), "agent reported a stage on a failed host: {requests:?}");
+    assert!(uploads_of(host, "host_boot") >= 1, "logs of a failed host not shipped: {host}");
+    check_host_boot_bundle(host);
+
+    sc.final_checks(Some(&base)).await;
+}
+
+// 5 -------------------------------------------------------------------------
+
+async fn finished_host_cleans_up_at_once(tag: &str, stage: &'static str, status: &'static str) {
+    let sc = Scenario::new(tag);
+    let mock = sc.start_mock(&HostSeed::at(stage, status)).await;
+    let base = mock.base_url().to_string();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    let before = stage_history(host_of(&admin_state(&base).await, HOST_ID));
+
+    // A long --timeout and a short hard deadline: only the finished host can
+    // explain a quick exit.
+    let run = sc
+        .run_agent(
+            &format!("host at {stage}/{status}"),
+            &AgentOpts { deadline: Duration::from_secs(15), ..opts("120s") },
+        )
+        .await;
+    run.assert_code(0);
+
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], stage, "{host}");
+    assert_eq!(host["status"], status, "{host}");
+    assert_eq!(stage_history(host), before, "{host}");
+    let requests = api_requests(&base).await;
+    assert!(progress_puts(&requests).is_empty(), "agent reported a stage on a finished host: {requests:?}");
+    if bundle_of(host, "host_boot").is_some() {
+        check_host_boot_bundle(host);
+    }
+
+    assert!(!sc.config_dir.exists(), "config dir still there on a finished host");
+    assert!(!sc.state_dir.exists(), "state dir still there on a finished host");
+    assert!(sc.disabled_unit(), "no `systemctl disable {UNIT}`; systemctl calls: {:?}", sc.systemctl_calls());
+
+    sc.final_checks(Some(&base)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joined_host_cleans_up_at_once() {
+    finished_host_cleans_up_at_once("joined", "Joined", "installing-in-progress").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn done_host_cleans_up_at_once() {
+    finished_host_cleans_up_at_once("done", "Done", "installed").await;
+}
+
+// 6 -------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_service_gets_progress_info_fallback_and_host_boot_rejection_is_survived() {
+    let sc = Scenario::new("upstream");
+    let mock = sc.start_mock_upstream(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url().to_string();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+
+    let run = sc.run_agent("first boot, upstream service", &opts("3s")).await;
+    run.assert_code(0);
+
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], "Rebooting", "stage must stay where upstream allows: {host}");
+    let info = host["progress_info"].as_str().unwrap_or_default();
+    assert!(info.contains(LOCAL_IGNITION), "progress_info does not mention the boot: {info:?}: {host}");
+
+    let requests = api_requests(&base).await;
+    let puts = progress_puts(&requests);
+    assert!(puts.iter().any(|r| status_of(r) == 400), "the new stage was never tried (no 400 on PUT): {puts:?}");
+    assert!(puts.iter().any(|r| status_of(r) == 200), "no accepted fallback PUT: {puts:?}");
+    let uploads = log_uploads(&requests);
+    assert!(uploads.iter().any(|r| status_of(r) == 400), "host_boot upload not attempted/rejected: {uploads:?}");
+    assert!(bundle_of(host, "host_boot").is_none(), "upstream mock stored a host_boot bundle: {host}");
+
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.lines().any(|l| l.contains("400") || l.contains("logs_type")),
+        "no log line about the rejected upload (400 / logs_type):\n{stderr}"
+    );
+
+    sc.final_checks(Some(&base)).await;
+}
+
+// 7 -------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_token_gives_a_clear_401_and_no_retry_storm() {
+    let sc = Scenario::new("wrong-token");
+    // The service knows another token than the one on disk.
+    let seed = seed_json(&distinctive_token("the-right-one"), &HostSeed::rebooting_master());
+    let mock = start_mock_at("127.0.0.1:0", &seed, &sc.data_dir, false).await;
+    let base = mock.base_url().to_string();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+
+    let run = sc.run_agent("first boot, wrong token", &opts("3s")).await;
+    run.assert_code(0);
+    let stderr = run.stderr_text();
+    assert!(stderr.contains("401"), "stderr does not name the 401:\n{stderr}");
+
+    let requests = api_requests(&base).await;
+    assert!(!requests.is_empty(), "agent never reached the service");
+    assert!(
+        requests.iter().all(|r| status_of(r) == 401),
+        "some request did not get 401: {requests:?}"
+    );
+    assert!(
+        requests.len() <= 10,
+        "{} API requests in a 3s run with a rejected token: 4xx must not be retried: {requests:?}",
+        requests.len()
+    );
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], "Rebooting", "{host}");
+    assert!(bundle_of(host, "host_boot").is_none(), "{host}");
+
+    sc.final_checks(Some(&base)).await;
+}
+
+// 8 -------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_down_at_start_then_up_still_gets_stage_and_bundle() {
+    let sc = Scenario::new("service-late");
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+
+    let running = sc.spawn_agent("first boot, service late", &opts("8s"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mock = start_mock_at(&format!("127.0.0.1:{port}"), &sc.seed(&HostSeed::rebooting_master()), &sc.data_dir, false)
+        .await;
+    assert_eq!(mock.base_url().to_string().trim_end_matches('/'), base);
+    let run = sc.wait_agent(running).await;
+    run.assert_code(0);
+
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], LOCAL_IGNITION, "stage not set once the service came up: {host}");
+    assert!(uploads_of(host, "host_boot") >= 1, "no bundle once the service came up: {host}");
+    check_host_boot_bundle(host);
+    assert!(sc.config_dir.join("pull-secret").exists() && !sc.disabled_unit(), "first boot cleaned up");
+
+    sc.final_checks(Some(&base)).await;
+}
+
+// 13 ------------------------------------------------------------------------
+
+async fn secret_form_authenticates(tag: &str, form: SecretForm) {
+    let sc = Scenario::new(tag);
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url().to_string();
+    sc.write_config(&base, form, true);
+
+    let run = sc.run_agent(&format!("first boot, {form:?}"), &opts("3s")).await;
+    run.assert_code(0);
+
+    let requests = api_requests(&base).await;
+    let rejected: Vec<_> = requests.iter().filter(|r| status_of(r) == 401 || status_of(r) == 403).collect();
+    assert!(rejected.is_empty(), "{form:?}: requests rejected by auth: {rejected:?}");
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], LOCAL_IGNITION, "{form:?}: {host}");
+    assert!(uploads_of(host, "host_boot") >= 1, "{form:?}: {host}");
+    check_host_boot_bundle(host);
+
+    sc.final_checks(Some(&base)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pull_secret_json_authenticates() {
+    secret_form_authenticates("pull-secret-json", SecretForm::PullSecretJson).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bare_token_authenticates() {
+    secret_form_authenticates("bare-token", SecretForm::BareToken).await;
+}
