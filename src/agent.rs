@@ -82,12 +82,9 @@ async fn run_service(args: RunArgs) {
             return;
         }
     };
-    let (mut term, mut int) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(term), Ok(int)) => (term, int),
-        _ => {
-            tracing::error!("cannot install signal handlers; exiting");
-            return;
-        }
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::error!("cannot install signal handlers; exiting");
+        return;
     };
     tokio::select! {
         () = reporter.run() => {}
@@ -449,7 +446,7 @@ fn jittered(interval: Duration) -> Duration {
 }
 
 fn round_secs(d: Duration) -> Duration {
-    Duration::from_secs(d.as_secs())
+    Duration::from_secs(d.as_secs_f64().round() as u64)
 }
 
 #[cfg(test)]

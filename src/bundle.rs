@@ -142,7 +142,8 @@ pub fn write_bundle<W: Write>(
         used: 0,
         mtime: now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
     };
-    sink.append_dir().context("writing the bundle's top directory")?;
+    sink.append_dir()
+        .context("writing the bundle's top directory")?;
 
     let mut collectors = Vec::with_capacity(collect::COLLECTORS.len());
     for (name, collector) in collect::COLLECTORS {
@@ -163,7 +164,10 @@ pub fn write_bundle<W: Write>(
         .flat_map(|c| &c.files)
         .filter_map(|f| {
             let capped = f.status == Status::Skipped
-                && matches!(f.reason.as_deref(), Some(BUNDLE_CAP_REASON | MEMBER_CAP_REASON));
+                && matches!(
+                    f.reason.as_deref(),
+                    Some(BUNDLE_CAP_REASON | MEMBER_CAP_REASON)
+                );
             if f.truncated || capped {
                 Some(TruncatedMember {
                     path: f.path.clone(),
@@ -277,7 +281,12 @@ mod tests {
     fn fake_root() -> tempfile::TempDir {
         let root = tempfile::tempdir().unwrap();
         let p = root.path();
-        for dir in ["etc", "var/log/openshift", "proc/self", "proc/sys/kernel/random"] {
+        for dir in [
+            "etc",
+            "var/log/openshift",
+            "proc/self",
+            "proc/sys/kernel/random",
+        ] {
             std::fs::create_dir_all(p.join(dir)).unwrap();
         }
         std::fs::write(p.join("etc/resolv.conf"), b"nameserver 192.168.122.1\n").unwrap();
@@ -287,8 +296,11 @@ mod tests {
             br#"[{"timestamp":"2026-11-22T10:00:00Z","phase":"service start"}]"#,
         )
         .unwrap();
-        std::fs::write(p.join("proc/self/mountinfo"), b"22 1 252:4 / / rw - xfs /dev/vda4 rw\n")
-            .unwrap();
+        std::fs::write(
+            p.join("proc/self/mountinfo"),
+            b"22 1 252:4 / / rw - xfs /dev/vda4 rw\n",
+        )
+        .unwrap();
         std::fs::write(p.join("proc/sys/kernel/random/boot_id"), b"8f1e2d3c\n").unwrap();
         root
     }
@@ -299,7 +311,10 @@ mod tests {
         script(
             bin.path(),
             "journalctl",
-            &format!("{env} exec '{}/journalctl' \"$@\"", fixtures_bin().display()),
+            &format!(
+                "{env} exec '{}/journalctl' \"$@\"",
+                fixtures_bin().display()
+            ),
         );
         bin
     }
@@ -337,7 +352,10 @@ mod tests {
         assert_eq!(parsed.meta, meta());
         assert!(humantime::parse_rfc3339(&parsed.generated_at).is_ok());
         let names: Vec<&str> = parsed.collectors.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["records", "network", "mounts", "system", "crio", "journal"]);
+        assert_eq!(
+            names,
+            ["records", "network", "mounts", "system", "crio", "journal"]
+        );
 
         // Every archived file in the manifest is in the tar with its size,
         // and every tar member but the directory and manifest is in the manifest.
@@ -361,16 +379,28 @@ mod tests {
             get("host_boot/records/bootkube.json"),
             br#"[{"timestamp":"2026-11-22T10:00:00Z","phase":"service start"}]"#
         );
-        assert_eq!(get("host_boot/network/resolv.conf"), b"nameserver 192.168.122.1\n");
-        assert_eq!(get("host_boot/mounts/mountinfo"), b"22 1 252:4 / / rw - xfs /dev/vda4 rw\n");
+        assert_eq!(
+            get("host_boot/network/resolv.conf"),
+            b"nameserver 192.168.122.1\n"
+        );
+        assert_eq!(
+            get("host_boot/mounts/mountinfo"),
+            b"22 1 252:4 / / rw - xfs /dev/vda4 rw\n"
+        );
 
         // The token never reaches the archive, and each redaction is counted.
         let journal = parsed.collector("journal").unwrap();
         let redacted: usize = journal.files.iter().map(|f| f.redactions).sum();
-        let with_output = journal.files.iter().filter(|f| f.path != "journal/list-boots.txt").count();
+        let with_output = journal
+            .files
+            .iter()
+            .filter(|f| f.path != "journal/list-boots.txt")
+            .count();
         assert_eq!(redacted, with_output);
         let mut plain = Vec::new();
-        flate2::read::GzDecoder::new(gz.as_slice()).read_to_end(&mut plain).unwrap();
+        flate2::read::GzDecoder::new(gz.as_slice())
+            .read_to_end(&mut plain)
+            .unwrap();
         assert!(!String::from_utf8_lossy(&plain).contains("sekrit-token"));
     }
 
@@ -409,7 +439,11 @@ mod tests {
             .find(|f| f.path == "journal/this-boot.log")
             .unwrap();
         assert!(
-            this_boot.reason.as_deref().unwrap().contains("bundle size cap"),
+            this_boot
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("bundle size cap"),
             "{this_boot:?}"
         );
         let cut = journal.files.iter().find(|f| f.truncated).unwrap();
@@ -456,14 +490,20 @@ mod tests {
             written: 0,
         };
         let err = write_bundle(out, &ctx, &meta(), &BundleLimits::default()).unwrap_err();
-        assert!(format!("{err:#}").to_lowercase().contains("broken pipe"), "{err:#}");
+        assert!(
+            format!("{err:#}").to_lowercase().contains("broken pipe"),
+            "{err:#}"
+        );
 
         // Nothing on PATH at all still makes a complete bundle.
         let empty = tempfile::tempdir().unwrap();
         let ctx = context(Path::new("/nonexistent-root"), Some(empty.path().into()));
         let (manifest, gz) =
             write_bundle(Vec::new(), &ctx, &meta(), &BundleLimits::default()).unwrap();
-        assert_eq!(manifest.collector("journal").unwrap().status, Status::Skipped);
+        assert_eq!(
+            manifest.collector("journal").unwrap().status,
+            Status::Skipped
+        );
         assert_eq!(unpack(&gz).last().unwrap().0, "host_boot/manifest.json");
     }
 }

@@ -134,6 +134,8 @@ pub fn init_tracing(level: LogLevel) {
     let builder = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
+        // journald and log greps want plain text.
+        .with_ansi(false)
         .with_target(false);
     if std::env::var_os("JOURNAL_STREAM").is_some() {
         builder.without_time().init();

@@ -451,18 +451,16 @@ fn resolve_credentials(
         (value, env::TOKEN.to_owned())
     } else {
         let path = dir.path(files::PULL_SECRET);
-        match read_secret_file(&path, warnings)? {
-            Some(text) => (text, path.display().to_string()),
-            None => {
-                warnings.push(format!(
-                    "no agent token configured (looked in {}, {}): requests carry no X-Secret-Key, \
-                     which only an assisted-service without authentication accepts",
-                    env::TOKEN,
-                    path.display()
-                ));
-                return Ok(None);
-            }
-        }
+        let Some(text) = read_secret_file(&path, warnings)? else {
+            warnings.push(format!(
+                "no agent token configured (looked in {}, {}): requests carry no X-Secret-Key, \
+                 which only an assisted-service without authentication accepts",
+                env::TOKEN,
+                path.display()
+            ));
+            return Ok(None);
+        };
+        (text, path.display().to_string())
     };
     parse_credentials(&text)
         .map(Some)

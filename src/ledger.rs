@@ -183,7 +183,7 @@ mod tests {
         ledger.save(dir.path()).unwrap();
         let (loaded, _) = Ledger::load(dir.path()).unwrap();
         assert_eq!(loaded, ledger);
-        assert_eq!(loaded.boots[0].first_seen_uptime_secs, 10.0, "first sighting is kept");
+        assert!((loaded.boots[0].first_seen_uptime_secs - 10.0).abs() < f64::EPSILON, "first sighting is kept");
         let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(leftovers, vec![std::ffi::OsString::from(LEDGER_FILE)], "no temp file left");
     }

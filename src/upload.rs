@@ -61,7 +61,7 @@ impl Uploader {
         let started = std::time::Instant::now();
         let (tx, rx) = mpsc::channel::<Chunk>(CHANNEL_DEPTH);
         let collect = self.collect.clone();
-        let limits = self.limits.clone();
+        let limits = self.limits;
         let producer = tokio::task::spawn_blocking(move || -> anyhow::Result<(Manifest, u64)> {
             let writer = ChannelWriter::new(tx);
             let (manifest, writer) = write_bundle(writer, &collect, &meta, &limits)?;
@@ -90,9 +90,9 @@ impl Uploader {
 
         // Wait for the producer either way so two bundles never run at once;
         // after a failed upload it stops at its next write (the pipe is closed).
-        let produced = producer.await;
+        let production = producer.await;
         result?;
-        match produced {
+        match production {
             Ok(Ok((manifest, compressed_bytes))) => Ok(Uploaded {
                 manifest,
                 compressed_bytes,

@@ -72,7 +72,8 @@ async fn first_boot_sets_local_ignition_ships_logs_and_keeps_running_until_timeo
     // Every interval (±10 %), not faster: at most one per 0.9s plus the
     // first and the last.
     assert!(uploads <= 7, "{uploads} host_boot uploads in a 4s run at a 1s interval: faster than the interval: {host}");
-    check_host_boot_bundle(host);
+    let bundle = check_host_boot_bundle(host);
+    assert_eq!(bundle.boot_number(), Some(1), "manifest: {}", bundle.manifest["meta"]);
 
     // The stage is reported first, the first bundle right after it.
     let requests = api_requests(&base).await;
@@ -131,7 +132,10 @@ async fn second_boot_sets_control_plane_ignition_and_cleans_up_once_kubelet_is_h
         after_second > after_first,
         "no bundle arrived during the second boot (uploads {after_first} -> {after_second})"
     );
-    check_host_boot_bundle(host);
+    let bundle = check_host_boot_bundle(host);
+    assert_eq!(bundle.boot_number(), Some(2), "manifest: {}", bundle.manifest["meta"]);
+    // The last bundle stored is the one shipped right before the cleanup.
+    assert_eq!(bundle.manifest["meta"]["reason"], "final", "manifest: {}", bundle.manifest["meta"]);
 
     assert!(!sc.config_dir.exists(), "config dir still there after second-boot cleanup");
     assert!(!sc.state_dir.exists(), "state dir still there after second-boot cleanup");
@@ -169,7 +173,10 @@ async fn second_boot_cleans_up_at_timeout_when_kubelet_never_gets_healthy() {
     assert_eq!(host["current_stage"], CONTROL_PLANE_IGNITION, "{host}");
     assert_eq!(stage_history(host), ["Rebooting", LOCAL_IGNITION, CONTROL_PLANE_IGNITION], "{host}");
     assert!(uploads_of(host, "host_boot") > after_first, "no bundle during the second boot: {host}");
-    check_host_boot_bundle(host);
+    let bundle = check_host_boot_bundle(host);
+    assert_eq!(bundle.boot_number(), Some(2), "manifest: {}", bundle.manifest["meta"]);
+    // The last bundle stored is the one shipped right before the cleanup.
+    assert_eq!(bundle.manifest["meta"]["reason"], "final", "manifest: {}", bundle.manifest["meta"]);
 
     assert!(!sc.config_dir.exists(), "config dir still there after cleanup at timeout");
     assert!(!sc.state_dir.exists(), "state dir still there after cleanup at timeout");
@@ -199,7 +206,8 @@ async fn host_already_past_the_target_stage_is_not_moved_backwards() {
     let refused: Vec<_> = progress_puts(&requests).into_iter().filter(|r| status_of(r) == 409).collect();
     assert!(refused.is_empty(), "agent tried to move the stage backwards: {refused:?}");
     assert!(uploads_of(host, "host_boot") >= 1, "logs not shipped: {host}");
-    check_host_boot_bundle(host);
+    let bundle = check_host_boot_bundle(host);
+    assert_eq!(bundle.boot_number(), Some(1), "manifest: {}", bundle.manifest["meta"]);
     assert!(sc.config_dir.join("pull-secret").exists() && !sc.disabled_unit(), "first boot cleaned up");
 
     sc.final_checks(Some(&base)).await;

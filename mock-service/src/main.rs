@@ -1,6 +1,6 @@
 //! Command-line entry point of the mock assisted-service.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -31,6 +31,7 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(tracing::Level::INFO)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let args = Args::parse();
     let seed = match &args.seed {

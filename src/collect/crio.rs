@@ -24,8 +24,14 @@ mod tests {
         let mut sink = MemorySink::new(1 << 20, u64::MAX);
         let report = run_collector("crio", collect, &ctx, &mut sink).unwrap();
         assert_eq!(report.status, Status::Ok);
-        assert!(sink.get("crio/crictl-ps-a.txt").unwrap().starts_with(b"# fake crictl ps -a\n"));
-        assert!(sink.get("crio/crictl-pods.txt").unwrap().starts_with(b"# fake crictl pods\n"));
+        assert!(sink
+            .get("crio/crictl-ps-a.txt")
+            .unwrap()
+            .starts_with(b"# fake crictl ps -a\n"));
+        assert!(sink
+            .get("crio/crictl-pods.txt")
+            .unwrap()
+            .starts_with(b"# fake crictl pods\n"));
     }
 
     #[test]

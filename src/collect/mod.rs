@@ -250,7 +250,12 @@ fn summarize(files: &[FileReport], note: Option<String>) -> (Status, Option<Stri
         if !reason.is_empty() {
             reason.push_str("; ");
         }
-        let _ = write!(reason, "{} of {} members not ok", bad.len(), attempted.len());
+        let _ = write!(
+            reason,
+            "{} of {} members not ok",
+            bad.len(),
+            attempted.len()
+        );
         for f in bad.iter().take(3) {
             let _ = write!(
                 reason,
@@ -406,7 +411,11 @@ impl Members<'_> {
             status: captured.status,
             reason,
             archived: archive,
-            bytes: if archive { captured.data.len() as u64 } else { 0 },
+            bytes: if archive {
+                captured.data.len() as u64
+            } else {
+                0
+            },
             truncated: archive && captured.truncated,
             original_bytes: captured.truncated.then_some(captured.original_bytes),
             redactions: captured.redactions,
@@ -680,14 +689,19 @@ fn capture_command(
         &mut *tail.lock().unwrap_or_else(PoisonError::into_inner),
         TailBuffer::new(0),
     );
-    let mut stderr = std::mem::take(&mut *stderr_head.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut stderr =
+        std::mem::take(&mut *stderr_head.lock().unwrap_or_else(PoisonError::into_inner));
     ctx.redactor.redact(&mut stderr);
     let stderr_head = String::from_utf8_lossy(&stderr).into_owned();
 
     let original_bytes = buffer.seen;
     let front_dropped = buffer.dropped();
-    let (data, redactions, truncated) =
-        finish_content(buffer.into_vec(), front_dropped, budget.bytes, &ctx.redactor);
+    let (data, redactions, truncated) = finish_content(
+        buffer.into_vec(),
+        front_dropped,
+        budget.bytes,
+        &ctx.redactor,
+    );
 
     let (status, mut reason) = match ending {
         Ending::TimedOut => (
@@ -1069,7 +1083,9 @@ mod tests {
             "printf 'xxxxsekrit-token-1234567890abcdefghijklmnopqrst'",
         );
         let mut sink = MemorySink::new(16, u64::MAX);
-        let report = run(&ctx, &mut sink, |m| m.command("leaky.txt", "leaky", [""; 0]));
+        let report = run(&ctx, &mut sink, |m| {
+            m.command("leaky.txt", "leaky", [""; 0])
+        });
         let data = sink.get("leaky.txt").unwrap();
         assert!(!String::from_utf8_lossy(data).contains("7890"), "{data:?}");
         assert_eq!(data, b"efghijklmnopqrst");
@@ -1082,7 +1098,9 @@ mod tests {
             "printf 'xxxxsekrit-token-1234567890abcdef'",
         );
         let mut sink = MemorySink::new(16, u64::MAX);
-        let report = run(&ctx, &mut sink, |m| m.command("leaky.txt", "leaky2", [""; 0]));
+        let report = run(&ctx, &mut sink, |m| {
+            m.command("leaky.txt", "leaky2", [""; 0])
+        });
         assert_eq!(sink.get("leaky.txt").unwrap(), b"[REDACTED]abcdef");
         assert_eq!(report.files[0].redactions, 1);
     }
@@ -1096,7 +1114,11 @@ mod tests {
         let mut sink = MemorySink::new(1 << 20, u64::MAX);
         let started = Instant::now();
         let report = run(&ctx, &mut sink, |m| m.command("hang.txt", "hang", [""; 0]));
-        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
         let file = &report.files[0];
         assert_eq!(file.status, Status::TimedOut);
         assert!(file.reason.as_deref().unwrap().contains("killed after"));
@@ -1124,12 +1146,16 @@ mod tests {
         let mut sink = MemorySink::new(1 << 20, u64::MAX);
         let started = Instant::now();
         let report = run(&ctx, &mut sink, |m| {
-            m.command("bg.txt", "sh", ["-c", "sleep 30 & echo hello"])
+            m.command("bg.txt", "sh", ["-c", "sleep 10 & echo hello"])
         });
         assert!(started.elapsed() < Duration::from_secs(5));
         let file = &report.files[0];
         assert_eq!(file.status, Status::Ok, "{file:?}");
-        assert!(file.reason.as_deref().unwrap().contains("background process"));
+        assert!(file
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("background process"));
         assert_eq!(sink.get("bg.txt").unwrap(), b"hello\n");
     }
 
@@ -1146,7 +1172,10 @@ mod tests {
             report.files[0].reason.as_deref(),
             Some("journalctl not found on PATH")
         );
-        assert_eq!(report.reason.as_deref(), Some("journalctl not found on PATH"));
+        assert_eq!(
+            report.reason.as_deref(),
+            Some("journalctl not found on PATH")
+        );
         assert!(sink.members.is_empty());
     }
 
@@ -1177,7 +1206,11 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.path().join("etc")).unwrap();
         std::fs::create_dir_all(root.path().join("run/nm")).unwrap();
-        std::fs::write(root.path().join("run/nm/resolv.conf"), b"nameserver 10.0.0.1\n").unwrap();
+        std::fs::write(
+            root.path().join("run/nm/resolv.conf"),
+            b"nameserver 10.0.0.1\n",
+        )
+        .unwrap();
         std::os::unix::fs::symlink("/run/nm/resolv.conf", root.path().join("etc/resolv.conf"))
             .unwrap();
         let ctx = context(root.path(), None);
@@ -1192,7 +1225,10 @@ mod tests {
         // `..` cannot climb out of the root to the live /etc/passwd.
         assert_eq!(report.files[1].status, Status::Skipped);
         assert_eq!(report.files[2].status, Status::Skipped);
-        assert_eq!(report.files[2].reason.as_deref(), Some("/etc/nope does not exist"));
+        assert_eq!(
+            report.files[2].reason.as_deref(),
+            Some("/etc/nope does not exist")
+        );
         assert_eq!(report.status, Status::Ok);
     }
 
@@ -1220,7 +1256,11 @@ mod tests {
     fn exhausted_bundle_budget_skips_without_running() {
         let tmp = tempfile::tempdir().unwrap();
         let marker = tmp.path().join("ran");
-        script(tmp.path(), "touchy", &format!("touch '{}'", marker.display()));
+        script(
+            tmp.path(),
+            "touchy",
+            &format!("touch '{}'", marker.display()),
+        );
         let ctx = context(Path::new("/"), Some(fixture_path(Some(tmp.path()))));
         let mut sink = MemorySink::new(100, 0);
         let report = run(&ctx, &mut sink, |m| m.command("t", "touchy", [""; 0]));
@@ -1236,6 +1276,9 @@ mod tests {
         assert!(ctx.is_live_root());
         ctx.root = PathBuf::from("/sysroot");
         assert!(!ctx.is_live_root());
-        assert_eq!(ctx.host_path(Path::new("/etc/x")), PathBuf::from("/sysroot/etc/x"));
+        assert_eq!(
+            ctx.host_path(Path::new("/etc/x")),
+            PathBuf::from("/sysroot/etc/x")
+        );
     }
 }

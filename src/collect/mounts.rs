@@ -36,7 +36,11 @@ mod tests {
 
         assert_eq!(sink.get("mounts/mountinfo").unwrap(), table);
         assert_eq!(report.status, Status::Ok);
-        let lsblk = report.files.iter().find(|f| f.path == "mounts/lsblk.txt").unwrap();
+        let lsblk = report
+            .files
+            .iter()
+            .find(|f| f.path == "mounts/lsblk.txt")
+            .unwrap();
         assert_eq!(lsblk.status, Status::Skipped);
         assert_eq!(lsblk.reason.as_deref(), Some("lsblk not found on PATH"));
         assert_eq!(sink.members.len(), 1);

@@ -6,6 +6,7 @@
 //! The directory is optional: on a multi-node install the bootstrap host ran
 //! these services before it wrote its disk, so after the reboot they are gone.
 
+use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
@@ -23,13 +24,18 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
             let mut stale = Vec::new();
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
+                let path = Path::new(&name);
                 // A `.json.tmp` is a rewrite that never got renamed into
                 // place: its content is older or torn, and the `.json` beside
-                // it is the record.
-                if name.ends_with(".json.tmp") {
+                // it is the record. The writer names them in lower case.
+                if has_extension(path, "tmp")
+                    && has_extension(Path::new(path.file_stem().unwrap_or_default()), "json")
+                {
                     stale.push(name);
-                } else if name.ends_with(".json")
-                    && entry.file_type().is_ok_and(|t| t.is_file() || t.is_symlink())
+                } else if has_extension(path, "json")
+                    && entry
+                        .file_type()
+                        .is_ok_and(|t| t.is_file() || t.is_symlink())
                 {
                     records.push(name);
                 }
@@ -77,7 +83,7 @@ fn done_markers(m: &mut Members<'_>) -> io::Result<()> {
         .flatten()
         .filter_map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if !name.ends_with(".done") {
+            if !has_extension(Path::new(&name), "done") {
                 return None;
             }
             let mtime = entry.metadata().ok()?.modified().ok()?;
@@ -92,16 +98,21 @@ fn done_markers(m: &mut Members<'_>) -> io::Result<()> {
     let mut listing = String::from("# mtime (UTC)\tmarker\n");
     for (secs, name) in markers {
         let when = UNIX_EPOCH + std::time::Duration::from_secs(secs);
-        listing.push_str(&format!(
-            "{}\t{name}\n",
+        let _ = writeln!(
+            listing,
+            "{}\t{name}",
             humantime::format_rfc3339_seconds(when)
-        ));
+        );
     }
     m.generated(
         "records/done-markers.txt",
         &format!("{MARKERS_DIR}/*.done modification times"),
         listing.into_bytes(),
     )
+}
+
+fn has_extension(path: &Path, extension: &str) -> bool {
+    path.extension().is_some_and(|e| e == extension)
 }
 
 #[cfg(test)]
@@ -139,8 +150,12 @@ mod tests {
         assert_eq!(report.status, Status::Ok);
         assert!(report.reason.unwrap().contains("bootkube.json.tmp"));
         // Raw copy: even a file that does not parse goes in unchanged.
-        assert_eq!(sink.get("records/bootkube.json").unwrap(), b"not even json \xff");
-        let listing = String::from_utf8(sink.get("records/done-markers.txt").unwrap().to_vec()).unwrap();
+        assert_eq!(
+            sink.get("records/bootkube.json").unwrap(),
+            b"not even json \xff"
+        );
+        let listing =
+            String::from_utf8(sink.get("records/done-markers.txt").unwrap().to_vec()).unwrap();
         assert!(listing.contains("Z\tcvo-bootstrap.done\n"), "{listing}");
     }
 

@@ -131,7 +131,8 @@ mod tests {
             sink.get("system/boot_id").unwrap(),
             b"8f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\n"
         );
-        let summary: Value = serde_json::from_slice(sink.get("system/summary.json").unwrap()).unwrap();
+        let summary: Value =
+            serde_json::from_slice(sink.get("system/summary.json").unwrap()).unwrap();
         assert_eq!(summary["source"], "live system");
         assert_eq!(summary["root_is_live_system"], false);
         assert!(summary["memory"]["total_bytes"].as_u64().unwrap() > 0);

@@ -260,10 +260,24 @@ pub fn member_names(members: &[Member]) -> Vec<&str> {
     members.iter().map(|m| m.name.as_str()).collect()
 }
 
+/// A stored host_boot bundle, opened.
+pub struct OpenedBundle {
+    pub members: Vec<Member>,
+    pub manifest: Value,
+}
+
+impl OpenedBundle {
+    /// `meta.boot_number` of the manifest.
+    pub fn boot_number(&self) -> Option<u64> {
+        self.manifest["meta"]["boot_number"].as_u64()
+    }
+}
+
 /// The host_boot bundle stored for the host: checks it is a valid archive
-/// with a manifest naming its collectors and their outcome, and holds the
-/// members every boot bundle must have. Returns its members.
-pub fn check_host_boot_bundle(host: &Value) -> Vec<Member> {
+/// with a manifest naming its collectors and their outcome, holds the members
+/// every boot bundle must have with the fixture host's content, and that the
+/// agent's secret was scrubbed (replaced, not dropped) where the host had it.
+pub fn check_host_boot_bundle(host: &Value) -> OpenedBundle {
     let bundle = bundle_of(host, "host_boot").unwrap_or_else(|| panic!("no host_boot bundle stored: {host}"));
     assert_eq!(bundle["valid"], true, "mock says the stored bundle is not a valid tar.gz: {bundle}");
     let path = PathBuf::from(bundle["path"].as_str().expect("bundle path"));
@@ -274,49 +288,68 @@ pub fn check_host_boot_bundle(host: &Value) -> Vec<Member> {
     let manifest = member(&members, "manifest.json").unwrap_or_else(|| panic!("no manifest.json in bundle: {names:?}"));
     let manifest: Value = serde_json::from_slice(&manifest.data)
         .unwrap_or_else(|e| panic!("manifest.json does not parse: {e}: {}", String::from_utf8_lossy(&manifest.data)));
-    check_manifest_collectors(&manifest);
-
-    // What a boot bundle is for: the journal, the network view, the
-    // bootstrap service records. Matched loosely on names.
-    for (what, needle) in [
-        ("journal", "journal"),
-        ("resolv.conf", "resolv.conf"),
-        ("bootstrap service records", "bootkube"),
-    ] {
-        assert!(
-            names.iter().any(|n| n.contains(needle)),
-            "bundle has no {what} member (looked for a name containing {needle:?}): {names:?}"
-        );
+    check_manifest_collectors(&manifest, &members);
+    if let Some(id) = manifest["meta"]["host_id"].as_str() {
+        assert_eq!(id, HOST_ID, "manifest names another host");
     }
-    members
+
+    // What a boot bundle is for: the bootstrap service records, the network
+    // view, the mounts, the journal.
+    let text = |suffix: &str| -> String {
+        let m = member(&members, suffix).unwrap_or_else(|| panic!("bundle has no member {suffix}: {names:?}"));
+        String::from_utf8_lossy(&m.data).into_owned()
+    };
+    let bootkube = text("records/bootkube.json");
+    let records: Value = serde_json::from_str(&bootkube)
+        .unwrap_or_else(|e| panic!("records/bootkube.json does not parse: {e}"));
+    assert!(records.is_array(), "records/bootkube.json is not the service's array");
+    assert!(
+        bootkube.contains("147 main /usr/local/bin/bootkube.sh"),
+        "records/bootkube.json lost the failed stage's errorLine"
+    );
+    let fixture_resolv = std::fs::read_to_string(fixture_root().join("etc/resolv.conf")).expect("fixture resolv.conf");
+    assert_eq!(text("resolv.conf"), fixture_resolv, "resolv.conf member differs from the host's");
+    assert!(text("mountinfo").contains("/sysroot"), "mountinfo member is not the host's");
+    assert!(
+        names.iter().any(|n| n.contains("journal") && n.ends_with(".log")),
+        "bundle has no journal member: {names:?}"
+    );
+
+    // The host's /etc/hosts (test copy) carries the token: the member must be
+    // there with the token replaced, and the journal line carrying it too.
+    let marker = String::from_utf8_lossy(assisted_boot_reporter::redact::MARKER).into_owned();
+    assert!(text("hosts").contains(&marker), "hosts member was not redacted (no {marker}): {}", text("hosts"));
+    assert!(
+        members
+            .iter()
+            .filter(|m| m.name.contains("journal"))
+            .any(|m| contains(&m.data, format!("X-Secret-Key: {marker}").as_bytes())),
+        "no journal member shows the token line redacted"
+    );
+    OpenedBundle { members, manifest }
 }
 
-/// `manifest.json` must list the collectors, each with a status.
-pub fn check_manifest_collectors(manifest: &Value) {
-    let collectors = &manifest["collectors"];
-    let statuses: Vec<String> = match collectors {
-        Value::Array(list) => list
-            .iter()
-            .map(|c| {
-                c["status"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .or_else(|| c["status"].as_object().map(|_| c["status"].to_string()))
-                    .unwrap_or_else(|| panic!("collector without a status in manifest: {c}"))
-            })
-            .collect(),
-        Value::Object(map) => map
-            .iter()
-            .map(|(name, c)| {
-                c.as_str()
-                    .map(str::to_owned)
-                    .or_else(|| c["status"].as_str().map(str::to_owned))
-                    .unwrap_or_else(|| panic!("collector {name} without a status in manifest: {c}"))
-            })
-            .collect(),
-        _ => panic!("manifest.json has no \"collectors\" list: {manifest}"),
-    };
-    assert!(!statuses.is_empty(), "manifest.json lists no collectors: {manifest}");
+/// `manifest.json` must list the collectors, each with a name and a status,
+/// and every member it says is archived must be in the archive.
+pub fn check_manifest_collectors(manifest: &Value, members: &[Member]) {
+    let collectors = manifest["collectors"]
+        .as_array()
+        .unwrap_or_else(|| panic!("manifest.json has no \"collectors\" list: {manifest}"));
+    assert!(!collectors.is_empty(), "manifest.json lists no collectors: {manifest}");
+    for c in collectors {
+        let name = c["name"].as_str().unwrap_or_else(|| panic!("collector without a name: {c}"));
+        let status = c["status"].as_str().unwrap_or_else(|| panic!("collector {name} without a status: {c}"));
+        assert!(!status.is_empty(), "collector {name} has an empty status");
+        for f in c["files"].as_array().into_iter().flatten() {
+            if f["archived"] == true {
+                let path = f["path"].as_str().unwrap_or_default();
+                assert!(
+                    member(members, path).is_some(),
+                    "manifest says {path} (collector {name}) is archived but it is not in the bundle"
+                );
+            }
+        }
+    }
 }
 
 fn gunzip_all(data: &[u8]) -> Option<Vec<u8>> {
