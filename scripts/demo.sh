@@ -159,7 +159,7 @@ print("bundles:")
 for b in host.get("bundles", []):
     print(f"  {b['logs_type']}: {b['size']} bytes, {b['uploads']} upload(s), last {b['uploaded_at']}, "
           f"valid={b['valid']}, {len(b.get('members', []))} members")
-    for m in b.get("members", [])[:40]:
+    for m in b.get("members", [])[:80]:
         print(f"      {m}")
 ok = True
 if host["current_stage"] != "Booted with control plane ignition":
@@ -173,7 +173,8 @@ sys.exit(0 if ok else 1)
 EOF
 
 say "cleanup on the host"
-echo "systemctl calls: $(tr '\n' ';' <"$tmp/systemctl.log" 2>/dev/null || echo none)"
+# The collectors' read-only `systemctl list-units` calls are left out.
+echo "systemctl calls that change something: $(grep -v '^list-units' "$tmp/systemctl.log" 2>/dev/null | paste -sd ';' - || true)"
 for d in config state; do
     if [[ -e $tmp/$d ]]; then echo "$d dir: still there"; else echo "$d dir: removed"; fi
 done

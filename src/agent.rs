@@ -82,7 +82,10 @@ async fn run_service(args: RunArgs) {
             return;
         }
     };
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         tracing::error!("cannot install signal handlers; exiting");
         return;
     };
@@ -138,7 +141,9 @@ impl Reporter {
         let (boot_number, record) = ledger.observe(&boot_id, now, uptime.unwrap_or(0.0));
         // Time already spent in this boot by an earlier run of the reporter.
         let spent = match uptime {
-            Some(uptime) => Duration::from_secs_f64((uptime - record.first_seen_uptime_secs).max(0.0)),
+            Some(uptime) => {
+                Duration::from_secs_f64((uptime - record.first_seen_uptime_secs).max(0.0))
+            }
             None => Duration::ZERO,
         };
         if let Err(err) = ledger.save(&config.state_dir) {
@@ -206,7 +211,11 @@ impl Reporter {
                     self.clean_up();
                     return;
                 }
-                let reason = if self.uploads == 0 { "first" } else { "interval" };
+                let reason = if self.uploads == 0 {
+                    "first"
+                } else {
+                    "interval"
+                };
                 let shipped = self.ship(reason, self.deadline).await;
                 let wait = if shipped || self.reached_service {
                     jittered(self.config.upload_interval)
@@ -218,7 +227,8 @@ impl Reporter {
             if self.second_boot_or_later() && Instant::now() >= next_kubelet {
                 if self.kubelet.is_healthy().await {
                     tracing::info!("kubelet is healthy: shipping the last bundle and cleaning up");
-                    self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE).await;
+                    self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE)
+                        .await;
                     self.clean_up();
                     return;
                 }
@@ -239,7 +249,8 @@ impl Reporter {
                 humantime::format_duration(self.config.timeout),
                 self.boot_number
             );
-            self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE).await;
+            self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE)
+                .await;
             self.clean_up();
         } else {
             tracing::info!(
@@ -247,7 +258,8 @@ impl Reporter {
                  credentials stay for the second boot",
                 humantime::format_duration(self.config.timeout)
             );
-            self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE).await;
+            self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE)
+                .await;
         }
     }
 
@@ -255,7 +267,11 @@ impl Reporter {
     async fn refresh(&mut self) -> Flow {
         let host = match self
             .client
-            .find_host(self.config.infra_env_id, self.config.host_id, Some(self.deadline))
+            .find_host(
+                self.config.infra_env_id,
+                self.config.host_id,
+                Some(self.deadline),
+            )
             .await
         {
             Ok(host) => host,
@@ -301,7 +317,12 @@ impl Reporter {
         };
         match self
             .client
-            .update_progress(self.config.infra_env_id, self.config.host_id, &request, Some(self.deadline))
+            .update_progress(
+                self.config.infra_env_id,
+                self.config.host_id,
+                &request,
+                Some(self.deadline),
+            )
             .await
         {
             Ok(()) => {
@@ -324,9 +345,16 @@ impl Reporter {
 
     /// Today's upstream answers 400 to the new stages; the same stage with a
     /// new `progress_info` is always accepted, so the boot still shows.
-    async fn report_as_progress_info(&mut self, host: &Host, target: &'static str, rejection: &ApiError) {
+    async fn report_as_progress_info(
+        &mut self,
+        host: &Host,
+        target: &'static str,
+        rejection: &ApiError,
+    ) {
         let Some(current) = host.current_stage() else {
-            tracing::warn!("{rejection}; the host has no stage to attach the boot to as progress info");
+            tracing::warn!(
+                "{rejection}; the host has no stage to attach the boot to as progress info"
+            );
             self.settle(target);
             return;
         };
@@ -360,7 +388,9 @@ impl Reporter {
     /// Collects and uploads one bundle; true when the service took it.
     async fn ship(&mut self, reason: &str, deadline: Instant) -> bool {
         let Some(cluster_id) = self.cluster_id else {
-            tracing::warn!("no cluster ID known yet (not configured, service not reached): bundle not sent");
+            tracing::warn!(
+                "no cluster ID known yet (not configured, service not reached): bundle not sent"
+            );
             return false;
         };
         let (collect, limits) = self.uploader_template.clone();
@@ -427,14 +457,21 @@ impl Reporter {
         tracing::info!(
             "cleanup done: removed {} path(s){}; the reporter will not run again",
             report.removed.len(),
-            if report.unit_disabled { ", unit disabled" } else { "" }
+            if report.unit_disabled {
+                ", unit disabled"
+            } else {
+                ""
+            }
         );
     }
 }
 
 fn log_api_error(err: &ApiError) {
     match err.status() {
-        Some(status) if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN => {
+        Some(status)
+            if status == reqwest::StatusCode::UNAUTHORIZED
+                || status == reqwest::StatusCode::FORBIDDEN =>
+        {
             tracing::error!("{err}: the agent token was refused; check the pull secret in the discovery contract");
         }
         _ => tracing::warn!("{err}"),
@@ -446,7 +483,7 @@ fn jittered(interval: Duration) -> Duration {
 }
 
 fn round_secs(d: Duration) -> Duration {
-    Duration::from_secs(d.as_secs_f64().round() as u64)
+    Duration::from_secs((d + Duration::from_millis(500)).as_secs())
 }
 
 #[cfg(test)]
@@ -458,7 +495,10 @@ mod tests {
         let interval = Duration::from_secs(600);
         for _ in 0..1000 {
             let d = jittered(interval);
-            assert!(d >= Duration::from_secs(540) && d <= Duration::from_secs(660), "{d:?}");
+            assert!(
+                d >= Duration::from_secs(540) && d <= Duration::from_secs(660),
+                "{d:?}"
+            );
         }
     }
 }

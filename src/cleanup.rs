@@ -39,7 +39,11 @@ impl CleanupPlan {
             remove_file(&self.config_dir.join(name), &mut report);
         }
         remove_dir_if_empty(&self.config_dir, &mut report);
-        for name in [LEDGER_FILE.to_owned(), format!("{LEDGER_FILE}.corrupt"), format!(".{LEDGER_FILE}.tmp")] {
+        for name in [
+            LEDGER_FILE.to_owned(),
+            format!("{LEDGER_FILE}.corrupt"),
+            format!(".{LEDGER_FILE}.tmp"),
+        ] {
             remove_file(&self.state_dir.join(name), &mut report);
         }
         remove_dir_if_empty(&self.state_dir, &mut report);
@@ -63,7 +67,9 @@ impl CleanupPlan {
                 output.status,
                 String::from_utf8_lossy(&output.stderr).trim()
             )),
-            Err(err) => report.failures.push(format!("running systemctl disable {UNIT_NAME}: {err}")),
+            Err(err) => report
+                .failures
+                .push(format!("running systemctl disable {UNIT_NAME}: {err}")),
         }
     }
 }
@@ -75,7 +81,9 @@ fn remove_file(path: &Path, report: &mut CleanupReport) {
             report.removed.push(path.to_owned());
         }
         Err(err) if err.kind() == ErrorKind::NotFound => {}
-        Err(err) => report.failures.push(format!("removing {}: {err}", path.display())),
+        Err(err) => report
+            .failures
+            .push(format!("removing {}: {err}", path.display())),
     }
 }
 
@@ -88,11 +96,17 @@ fn remove_dir_if_empty(path: &Path, report: &mut CleanupReport) {
         Err(err) if err.kind() == ErrorKind::NotFound => {}
         Err(err) => {
             let left: Vec<String> = fs::read_dir(path)
-                .map(|entries| entries.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .map(|entries| {
+                    entries
+                        .filter_map(Result::ok)
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
                 .unwrap_or_default();
-            report
-                .failures
-                .push(format!("leaving {} in place ({err}); it still holds {left:?}", path.display()));
+            report.failures.push(format!(
+                "leaving {} in place ({err}); it still holds {left:?}",
+                path.display()
+            ));
         }
     }
 }
@@ -108,7 +122,12 @@ mod tests {
         let state_dir = tmp.path().join("var/lib/assisted-boot-reporter");
         fs::create_dir_all(&config_dir).unwrap();
         fs::create_dir_all(&state_dir).unwrap();
-        for name in [files::PULL_SECRET, files::SERVICE_URL, files::HOST_ID, files::INFRA_ENV_ID] {
+        for name in [
+            files::PULL_SECRET,
+            files::SERVICE_URL,
+            files::HOST_ID,
+            files::INFRA_ENV_ID,
+        ] {
             fs::write(config_dir.join(name), "x").unwrap();
         }
         fs::write(state_dir.join(LEDGER_FILE), "{}").unwrap();
@@ -122,8 +141,18 @@ mod tests {
         let report = plan.execute();
         assert!(!config_dir.exists());
         assert!(!state_dir.join(LEDGER_FILE).exists());
-        assert!(state_dir.join("someone-elses-file").exists(), "foreign files are never removed");
+        assert!(
+            state_dir.join("someone-elses-file").exists(),
+            "foreign files are never removed"
+        );
         assert_eq!(report.removed.len(), 6, "{:?}", report.removed);
-        assert!(report.failures.iter().any(|f| f.contains("someone-elses-file")), "{:?}", report.failures);
+        assert!(
+            report
+                .failures
+                .iter()
+                .any(|f| f.contains("someone-elses-file")),
+            "{:?}",
+            report.failures
+        );
     }
 }

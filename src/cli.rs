@@ -9,10 +9,21 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "assisted-boot-reporter", version, about, propagate_version = true)]
+#[command(
+    name = "assisted-boot-reporter",
+    version,
+    about,
+    propagate_version = true
+)]
 pub struct Cli {
     /// Verbosity of the agent's own log (to stderr, i.e. the journal).
-    #[arg(long, global = true, value_enum, default_value = "info", env = "ASSISTED_BOOT_REPORTER_LOG_LEVEL")]
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "info",
+        env = "ASSISTED_BOOT_REPORTER_LOG_LEVEL"
+    )]
     pub log_level: LogLevel,
 
     #[command(subcommand)]

@@ -67,7 +67,10 @@ pub mod env {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("missing configuration: {what} (looked in {})", .looked_in.join(", "))]
-    Missing { what: &'static str, looked_in: Vec<String> },
+    Missing {
+        what: &'static str,
+        looked_in: Vec<String>,
+    },
     #[error("invalid {what} from {source_name}: {reason}")]
     Invalid {
         what: &'static str,
@@ -184,7 +187,10 @@ impl Config {
             args.service_url.as_ref().map(|v| found(v, "--service-url")),
             getenv(env::SERVICE_URL).map(|v| found(&v, env::SERVICE_URL)),
             dir.read(files::SERVICE_URL)?,
-            tunables.service_url.as_ref().map(|v| found(v, &dir.tunables_name())),
+            tunables
+                .service_url
+                .as_ref()
+                .map(|v| found(v, &dir.tunables_name())),
         )
         .ok_or_else(|| ConfigError::Missing {
             what: "assisted-service URL",
@@ -220,7 +226,10 @@ impl Config {
             args.cluster_id.as_ref().map(|v| found(v, "--cluster-id")),
             getenv(env::CLUSTER_ID).map(|v| found(&v, env::CLUSTER_ID)),
             dir.read(files::CLUSTER_ID)?,
-            tunables.cluster_id.as_ref().map(|v| found(v, &dir.tunables_name())),
+            tunables
+                .cluster_id
+                .as_ref()
+                .map(|v| found(v, &dir.tunables_name())),
         )
         .map(|f| parse_uuid("cluster ID", &f))
         .transpose()?;
@@ -231,14 +240,20 @@ impl Config {
             "upload interval",
             args.upload_interval,
             getenv(env::UPLOAD_MINUTES).map(|v| found(&v, env::UPLOAD_MINUTES)),
-            tunables.upload_minutes.as_ref().map(|v| found(v, &dir.tunables_name())),
+            tunables
+                .upload_minutes
+                .as_ref()
+                .map(|v| found(v, &dir.tunables_name())),
             DEFAULT_UPLOAD_INTERVAL,
         )?;
         let timeout = resolve_duration(
             "timeout",
             args.timeout,
             getenv(env::TIMEOUT_MINUTES).map(|v| found(&v, env::TIMEOUT_MINUTES)),
-            tunables.timeout_minutes.as_ref().map(|v| found(v, &dir.tunables_name())),
+            tunables
+                .timeout_minutes
+                .as_ref()
+                .map(|v| found(v, &dir.tunables_name())),
             DEFAULT_TIMEOUT,
         )?;
 
@@ -253,9 +268,12 @@ impl Config {
                 }
                 Some(path.clone())
             }
-            None => [config_dir.join(files::CA_CERT), under_root(&root, SERVICE_CA_PATH)]
-                .into_iter()
-                .find(|p| p.is_file()),
+            None => [
+                config_dir.join(files::CA_CERT),
+                under_root(&root, SERVICE_CA_PATH),
+            ]
+            .into_iter()
+            .find(|p| p.is_file()),
         };
 
         let kubelet_healthz_url = args
@@ -273,7 +291,11 @@ impl Config {
             .logs_type
             .clone()
             .unwrap_or_else(|| DEFAULT_LOGS_TYPE.to_owned());
-        if logs_type.is_empty() || !logs_type.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        if logs_type.is_empty()
+            || !logs_type
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
             return Err(ConfigError::Invalid {
                 what: "logs type",
                 source_name: "--logs-type".into(),
@@ -335,7 +357,12 @@ fn found(value: &str, from: &str) -> Found {
     }
 }
 
-fn first_of(a: Option<Found>, b: Option<Found>, c: Option<Found>, d: Option<Found>) -> Option<Found> {
+fn first_of(
+    a: Option<Found>,
+    b: Option<Found>,
+    c: Option<Found>,
+    d: Option<Found>,
+) -> Option<Found> {
     a.or(b).or(c).or(d).filter(|f| !f.value.is_empty())
 }
 
@@ -379,7 +406,10 @@ fn parse_service_url(found: &Found) -> Result<Url, ConfigError> {
     };
     let mut url = Url::parse(&found.value).map_err(|err| invalid(format!("{err}")))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid(format!("scheme {:?} is not http or https", url.scheme())));
+        return Err(invalid(format!(
+            "scheme {:?} is not http or https",
+            url.scheme()
+        )));
     }
     if !url.username().is_empty() || url.password().is_some() {
         // Credentials in the URL would end up in every log line that names it.
@@ -388,7 +418,10 @@ fn parse_service_url(found: &Found) -> Result<Url, ConfigError> {
     // Accept both "https://svc" and "https://svc/api/assisted-install"; the
     // client appends the API path itself.
     let path = url.path().trim_end_matches('/').to_owned();
-    let path = path.strip_suffix("/api/assisted-install").unwrap_or(&path).to_owned();
+    let path = path
+        .strip_suffix("/api/assisted-install")
+        .unwrap_or(&path)
+        .to_owned();
     url.set_path(&path);
     url.set_query(None);
     url.set_fragment(None);
@@ -472,7 +505,10 @@ fn resolve_credentials(
 }
 
 /// Reads a secret file, warning when its mode lets anyone but the owner read it.
-fn read_secret_file(path: &Path, warnings: &mut Vec<String>) -> Result<Option<String>, ConfigError> {
+fn read_secret_file(
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<String>, ConfigError> {
     let meta = match fs::metadata(path) {
         Ok(meta) => meta,
         Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
@@ -556,7 +592,9 @@ struct ContractDir {
 
 impl ContractDir {
     fn new(dir: &Path) -> Self {
-        Self { dir: dir.to_owned() }
+        Self {
+            dir: dir.to_owned(),
+        }
     }
 
     fn path(&self, file: &str) -> PathBuf {
@@ -616,7 +654,10 @@ fn parse_tunables(text: &str) -> Result<Tunables, String> {
                 files::PULL_SECRET
             ));
         }
-        map.insert(key.trim().to_owned(), serde_json::Value::String(value.to_owned()));
+        map.insert(
+            key.trim().to_owned(),
+            serde_json::Value::String(value.to_owned()),
+        );
     }
     serde_json::from_value(serde_json::Value::Object(map)).map_err(|err| err.to_string())
 }
@@ -638,7 +679,12 @@ mod tests {
 
     fn contract_dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), files::SERVICE_URL, "https://files.example/\n", 0o644);
+        write(
+            dir.path(),
+            files::SERVICE_URL,
+            "https://files.example/\n",
+            0o644,
+        );
         write(dir.path(), files::PULL_SECRET, "file-token-abcdef\n", 0o600);
         write(dir.path(), files::INFRA_ENV_ID, INFRA, 0o644);
         write(dir.path(), files::HOST_ID, HOST, 0o644);
@@ -655,8 +701,10 @@ mod tests {
     }
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         move |name| map.get(name).cloned()
     }
 
@@ -665,7 +713,10 @@ mod tests {
         let dir = contract_dir();
         let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
         assert_eq!(config.service_url.as_str(), "https://files.example/");
-        assert_eq!(config.credentials.unwrap().token.expose(), "file-token-abcdef");
+        assert_eq!(
+            config.credentials.unwrap().token.expose(),
+            "file-token-abcdef"
+        );
         assert_eq!(config.host_id.to_string(), HOST);
         assert_eq!(config.cluster_id, None);
         assert_eq!(config.upload_interval, DEFAULT_UPLOAD_INTERVAL);
@@ -690,7 +741,10 @@ mod tests {
         run.upload_interval = Some(Duration::from_secs(7));
         let config = Config::resolve(&run, &env).unwrap();
         assert_eq!(config.service_url.as_str(), "https://flag.example/");
-        assert_eq!(config.credentials.unwrap().token.expose(), "env-token-abcdef");
+        assert_eq!(
+            config.credentials.unwrap().token.expose(),
+            "env-token-abcdef"
+        );
         assert_eq!(config.host_id.to_string(), OTHER);
         assert_eq!(config.cluster_id.unwrap().to_string(), OTHER);
         assert_eq!(config.upload_interval, Duration::from_secs(7));
@@ -706,16 +760,26 @@ mod tests {
             "# tuning\nLOG_SEND_FREQUENCY_IN_MINUTES=5\nSERVICE_TIMEOUT_MINUTES=\"30\"\n",
             0o644,
         );
-        let config = Config::resolve(&args(dir.path()), &env_of(&[(env::TIMEOUT_MINUTES, "45")])).unwrap();
+        let config =
+            Config::resolve(&args(dir.path()), &env_of(&[(env::TIMEOUT_MINUTES, "45")])).unwrap();
         assert_eq!(config.upload_interval, Duration::from_secs(300));
         assert_eq!(config.timeout, Duration::from_secs(45 * 60));
 
         write(dir.path(), files::TUNABLES, "LOG_SEND_FREQUENCY=5\n", 0o644);
-        let err = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap_err().to_string();
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("unknown field `LOG_SEND_FREQUENCY`"), "{err}");
 
-        write(dir.path(), files::TUNABLES, "PULL_SECRET_TOKEN=abc\n", 0o644);
-        let err = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap_err().to_string();
+        write(
+            dir.path(),
+            files::TUNABLES,
+            "PULL_SECRET_TOKEN=abc\n",
+            0o644,
+        );
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("does not belong here"), "{err}");
     }
 
@@ -723,24 +787,40 @@ mod tests {
     fn missing_value_names_every_place_looked() {
         let dir = contract_dir();
         fs::remove_file(dir.path().join(files::HOST_ID)).unwrap();
-        let err = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap_err().to_string();
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("missing configuration: host ID"), "{err}");
-        assert!(err.contains("--host-id") && err.contains("HOST_ID"), "{err}");
-        assert!(err.contains(&dir.path().join("host-id").display().to_string()), "{err}");
+        assert!(
+            err.contains("--host-id") && err.contains("HOST_ID"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&dir.path().join("host-id").display().to_string()),
+            "{err}"
+        );
     }
 
     #[test]
     fn invalid_values_are_named_with_their_source() {
         let dir = contract_dir();
         write(dir.path(), files::INFRA_ENV_ID, "not-a-uuid", 0o644);
-        let err = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap_err().to_string();
-        assert!(err.contains("invalid infra-env ID") && err.contains("infra-env-id"), "{err}");
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid infra-env ID") && err.contains("infra-env-id"),
+            "{err}"
+        );
 
         let dir = contract_dir();
         let err = Config::resolve(&args(dir.path()), &env_of(&[(env::SERVICE_URL, "ftp://x")]))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("ASSISTED_SERVICE_URL") && err.contains("ftp"), "{err}");
+        assert!(
+            err.contains("ASSISTED_SERVICE_URL") && err.contains("ftp"),
+            "{err}"
+        );
 
         let err = Config::resolve(
             &args(dir.path()),
@@ -748,7 +828,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("must not carry credentials") && !err.contains("pw"), "{err}");
+        assert!(
+            err.contains("must not carry credentials") && !err.contains("pw"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -785,12 +868,19 @@ mod tests {
 
     #[test]
     fn bare_token_and_malformed_secrets() {
-        assert_eq!(parse_credentials("  eyJhbGciOi.abc.def \n").unwrap().token.expose(), "eyJhbGciOi.abc.def");
+        assert_eq!(
+            parse_credentials("  eyJhbGciOi.abc.def \n")
+                .unwrap()
+                .token
+                .expose(),
+            "eyJhbGciOi.abc.def"
+        );
         assert!(parse_credentials("").unwrap_err().contains("empty"));
         assert!(parse_credentials("two words").is_err());
         let err = parse_credentials(r#"{"auths":{"quay.io":{"auth":"eA=="}}}"#).unwrap_err();
         assert!(err.contains("cloud.openshift.com"), "{err}");
-        let err = parse_credentials(r#"{"auths": {"cloud.openshift.com": {"auth": "SECRETVALUE""#).unwrap_err();
+        let err = parse_credentials(r#"{"auths": {"cloud.openshift.com": {"auth": "SECRETVALUE""#)
+            .unwrap_err();
         assert!(!err.contains("SECRETVALUE"), "{err}");
     }
 

@@ -49,7 +49,10 @@ mod tests {
             let (mut stream, _) = listener.accept().await.unwrap();
             let mut buf = [0u8; 1024];
             let _ = stream.read(&mut buf).await;
-            let reply = format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+            let reply = format!(
+                "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
             let _ = stream.write_all(reply.as_bytes()).await;
         });
         Url::parse(&format!("http://{addr}/healthz")).unwrap()
@@ -57,9 +60,24 @@ mod tests {
 
     #[tokio::test]
     async fn ok_is_healthy_anything_else_is_not() {
-        assert!(HealthProbe::new(serve_once("200 OK", "ok").await).unwrap().is_healthy().await);
-        assert!(!HealthProbe::new(serve_once("200 OK", "not ready").await).unwrap().is_healthy().await);
-        assert!(!HealthProbe::new(serve_once("500 Internal Server Error", "ok").await).unwrap().is_healthy().await);
+        assert!(
+            HealthProbe::new(serve_once("200 OK", "ok").await)
+                .unwrap()
+                .is_healthy()
+                .await
+        );
+        assert!(
+            !HealthProbe::new(serve_once("200 OK", "not ready").await)
+                .unwrap()
+                .is_healthy()
+                .await
+        );
+        assert!(
+            !HealthProbe::new(serve_once("500 Internal Server Error", "ok").await)
+                .unwrap()
+                .is_healthy()
+                .await
+        );
         let closed = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap()

@@ -70,7 +70,11 @@ impl Ledger {
             Ok(ledger) if ledger.version == FORMAT_VERSION => Ok((ledger, None)),
             Ok(ledger) => Ok((
                 Ledger::default(),
-                Some(format!("ledger {} has unknown version {}; starting afresh", path.display(), ledger.version)),
+                Some(format!(
+                    "ledger {} has unknown version {}; starting afresh",
+                    path.display(),
+                    ledger.version
+                )),
             )),
             Err(err) => {
                 let aside = state_dir.join(format!("{LEDGER_FILE}.corrupt"));
@@ -80,7 +84,11 @@ impl Ledger {
                     Some(format!(
                         "ledger {} is corrupt ({err}); {}starting afresh",
                         path.display(),
-                        if moved { format!("kept it as {}, ", aside.display()) } else { String::new() }
+                        if moved {
+                            format!("kept it as {}, ", aside.display())
+                        } else {
+                            String::new()
+                        }
                     )),
                 ))
             }
@@ -89,7 +97,12 @@ impl Ledger {
 
     /// Records `boot_id` if new and returns its boot number (1 = first boot
     /// from disk seen by the reporter) and its record.
-    pub fn observe(&mut self, boot_id: &str, now_rfc3339: String, uptime_secs: f64) -> (u32, &BootRecord) {
+    pub fn observe(
+        &mut self,
+        boot_id: &str,
+        now_rfc3339: String,
+        uptime_secs: f64,
+    ) -> (u32, &BootRecord) {
         let index = if let Some(index) = self.boots.iter().position(|b| b.boot_id == boot_id) {
             index
         } else {
@@ -117,7 +130,8 @@ impl Ledger {
 
     /// Atomically replaces the ledger file.
     pub fn save(&self, state_dir: &Path) -> anyhow::Result<()> {
-        fs::create_dir_all(state_dir).with_context(|| format!("creating {}", state_dir.display()))?;
+        fs::create_dir_all(state_dir)
+            .with_context(|| format!("creating {}", state_dir.display()))?;
         let data = serde_json::to_vec_pretty(self).context("serializing the ledger")?;
         write_atomic(&state_dir.join(LEDGER_FILE), &data)
     }
@@ -128,13 +142,18 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().context("path has no parent directory")?;
     let tmp: PathBuf = dir.join(format!(
         ".{}.tmp",
-        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
     ));
     let result = (|| {
         let mut file = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        file.write_all(data).with_context(|| format!("writing {}", tmp.display()))?;
-        file.sync_all().with_context(|| format!("syncing {}", tmp.display()))?;
-        fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+        file.write_all(data)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        file.sync_all()
+            .with_context(|| format!("syncing {}", tmp.display()))?;
+        fs::rename(&tmp, path)
+            .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
         File::open(dir)
             .and_then(|d| d.sync_all())
             .with_context(|| format!("syncing directory {}", dir.display()))
@@ -147,7 +166,8 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
 
 /// The kernel's ID of the running boot, under the sysroot.
 pub fn read_boot_id(path: &Path) -> anyhow::Result<String> {
-    let text = fs::read_to_string(path).with_context(|| format!("reading boot ID {}", path.display()))?;
+    let text =
+        fs::read_to_string(path).with_context(|| format!("reading boot ID {}", path.display()))?;
     let id = text.trim();
     anyhow::ensure!(
         !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-'),
@@ -183,9 +203,19 @@ mod tests {
         ledger.save(dir.path()).unwrap();
         let (loaded, _) = Ledger::load(dir.path()).unwrap();
         assert_eq!(loaded, ledger);
-        assert!((loaded.boots[0].first_seen_uptime_secs - 10.0).abs() < f64::EPSILON, "first sighting is kept");
-        let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(leftovers, vec![std::ffi::OsString::from(LEDGER_FILE)], "no temp file left");
+        assert!(
+            (loaded.boots[0].first_seen_uptime_secs - 10.0).abs() < f64::EPSILON,
+            "first sighting is kept"
+        );
+        let leftovers: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            leftovers,
+            vec![std::ffi::OsString::from(LEDGER_FILE)],
+            "no temp file left"
+        );
     }
 
     #[test]
@@ -215,7 +245,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("boot_id");
         fs::write(&p, "3f0c9a4e-4b8e-4d5c-9a0b-1c2d3e4f5a6b\n").unwrap();
-        assert_eq!(read_boot_id(&p).unwrap(), "3f0c9a4e-4b8e-4d5c-9a0b-1c2d3e4f5a6b");
+        assert_eq!(
+            read_boot_id(&p).unwrap(),
+            "3f0c9a4e-4b8e-4d5c-9a0b-1c2d3e4f5a6b"
+        );
         fs::write(&p, "../../etc/passwd").unwrap();
         assert!(read_boot_id(&p).is_err());
         fs::write(&p, "1234.56 789.00\n").unwrap();

@@ -114,7 +114,9 @@ mod tests {
         let redactor = Redactor::new(["abc"]);
         assert!(redactor.is_empty());
         let redactor = Redactor::new(["tokentoken"]);
-        let mut data = vec![0xff, 0xfe, b't', b'o', b'k', b'e', b'n', b't', b'o', b'k', b'e', b'n', 0x80];
+        let mut data = vec![
+            0xff, 0xfe, b't', b'o', b'k', b'e', b'n', b't', b'o', b'k', b'e', b'n', 0x80,
+        ];
         assert_eq!(redactor.redact(&mut data), 1);
         assert_eq!(data[..2], [0xff, 0xfe]);
         assert_eq!(*data.last().unwrap(), 0x80);

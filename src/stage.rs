@@ -105,7 +105,9 @@ pub fn decide(boot_number: u32, host: &Host) -> Decision {
         Some(current) => match is_before(host, current, target) {
             Some(true) => Decision::Report { target },
             Some(false) => Decision::Hold {
-                why: format!("host is already at {current:?}, not before {target:?}: stage left as is"),
+                why: format!(
+                    "host is already at {current:?}, not before {target:?}: stage left as is"
+                ),
             },
             None => Decision::Hold {
                 why: format!("unknown current stage {current:?}: not risking a backward move"),
@@ -137,7 +139,9 @@ mod tests {
     use super::*;
 
     fn host(status: &str, stage: Option<&str>) -> Host {
-        let progress = stage.map_or(String::new(), |s| format!(r#","progress":{{"current_stage":"{s}"}}"#));
+        let progress = stage.map_or(String::new(), |s| {
+            format!(r#","progress":{{"current_stage":"{s}"}}"#)
+        });
         serde_json::from_str(&format!(
             r#"{{"id":"2c7d4e0a-8f9b-4d4e-9a55-0f1e2d3c4b5a","cluster_id":"11111111-2222-3333-4444-555555555555","status":"{status}","role":"master"{progress}}}"#
         ))
@@ -145,17 +149,58 @@ mod tests {
     }
 
     const ROLE_LISTS: [&[&str]; 4] = [
-        &["Starting installation", "Installing", "Writing image to disk", "Copying registry data to disk", "Rebooting",
-          BOOTED_WITH_LOCAL_IGNITION, "Configuring", BOOTED_WITH_CONTROL_PLANE_IGNITION, "Joined", "Done"],
-        &["Starting installation", "Installing", "Writing image to disk", "Copying registry data to disk",
-          "Waiting for control plane", "Waiting for bootkube", "Waiting for controller", "Rebooting",
-          BOOTED_WITH_LOCAL_IGNITION, "Configuring", BOOTED_WITH_CONTROL_PLANE_IGNITION, "Joined", "Done"],
-        &["Starting installation", "Installing", "Writing image to disk", "Waiting for control plane", "Rebooting",
-          BOOTED_WITH_LOCAL_IGNITION, "Waiting for ignition", "Configuring", BOOTED_WITH_CONTROL_PLANE_IGNITION,
-          "Joined", "Done"],
-        &["Starting installation", "Installing", "Waiting for bootkube", "Writing image to disk",
-          "Copying registry data to disk", "Rebooting", BOOTED_WITH_LOCAL_IGNITION, BOOTED_WITH_CONTROL_PLANE_IGNITION,
-          "Joined", "Done"],
+        &[
+            "Starting installation",
+            "Installing",
+            "Writing image to disk",
+            "Copying registry data to disk",
+            "Rebooting",
+            BOOTED_WITH_LOCAL_IGNITION,
+            "Configuring",
+            BOOTED_WITH_CONTROL_PLANE_IGNITION,
+            "Joined",
+            "Done",
+        ],
+        &[
+            "Starting installation",
+            "Installing",
+            "Writing image to disk",
+            "Copying registry data to disk",
+            "Waiting for control plane",
+            "Waiting for bootkube",
+            "Waiting for controller",
+            "Rebooting",
+            BOOTED_WITH_LOCAL_IGNITION,
+            "Configuring",
+            BOOTED_WITH_CONTROL_PLANE_IGNITION,
+            "Joined",
+            "Done",
+        ],
+        &[
+            "Starting installation",
+            "Installing",
+            "Writing image to disk",
+            "Waiting for control plane",
+            "Rebooting",
+            BOOTED_WITH_LOCAL_IGNITION,
+            "Waiting for ignition",
+            "Configuring",
+            BOOTED_WITH_CONTROL_PLANE_IGNITION,
+            "Joined",
+            "Done",
+        ],
+        &[
+            "Starting installation",
+            "Installing",
+            "Waiting for bootkube",
+            "Writing image to disk",
+            "Copying registry data to disk",
+            "Rebooting",
+            BOOTED_WITH_LOCAL_IGNITION,
+            BOOTED_WITH_CONTROL_PLANE_IGNITION,
+            "Joined",
+            "Done",
+        ],
     ];
 
     #[test]
@@ -164,9 +209,13 @@ mod tests {
             for (i, a) in list.iter().enumerate() {
                 for b in &list[i + 1..] {
                     let (ra, rb) = (rank(a).unwrap(), rank(b).unwrap());
-                    let involves_boot_stage = [a, b]
-                        .iter()
-                        .any(|s| [BOOTED_WITH_LOCAL_IGNITION, BOOTED_WITH_CONTROL_PLANE_IGNITION].contains(s));
+                    let involves_boot_stage = [a, b].iter().any(|s| {
+                        [
+                            BOOTED_WITH_LOCAL_IGNITION,
+                            BOOTED_WITH_CONTROL_PLANE_IGNITION,
+                        ]
+                        .contains(s)
+                    });
                     if involves_boot_stage {
                         assert!(ra < rb, "{a} must rank before {b}");
                     } else {
@@ -180,50 +229,109 @@ mod tests {
     #[test]
     fn first_boot_after_rebooting_reports_local_ignition() {
         let h = host("installing-in-progress", Some(REBOOTING));
-        assert_eq!(decide(1, &h), Decision::Report { target: BOOTED_WITH_LOCAL_IGNITION });
+        assert_eq!(
+            decide(1, &h),
+            Decision::Report {
+                target: BOOTED_WITH_LOCAL_IGNITION
+            }
+        );
     }
 
     #[test]
     fn second_boot_reports_control_plane_ignition_from_configuring_or_earlier() {
-        for stage in ["Configuring", "Waiting for ignition", BOOTED_WITH_LOCAL_IGNITION, REBOOTING] {
+        for stage in [
+            "Configuring",
+            "Waiting for ignition",
+            BOOTED_WITH_LOCAL_IGNITION,
+            REBOOTING,
+        ] {
             let h = host("installing-in-progress", Some(stage));
-            assert_eq!(decide(2, &h), Decision::Report { target: BOOTED_WITH_CONTROL_PLANE_IGNITION }, "{stage}");
-            assert_eq!(decide(3, &h), Decision::Report { target: BOOTED_WITH_CONTROL_PLANE_IGNITION }, "{stage}");
+            assert_eq!(
+                decide(2, &h),
+                Decision::Report {
+                    target: BOOTED_WITH_CONTROL_PLANE_IGNITION
+                },
+                "{stage}"
+            );
+            assert_eq!(
+                decide(3, &h),
+                Decision::Report {
+                    target: BOOTED_WITH_CONTROL_PLANE_IGNITION
+                },
+                "{stage}"
+            );
         }
     }
 
     #[test]
     fn never_moves_backwards() {
-        for (boot, stage) in [(1, "Configuring"), (1, BOOTED_WITH_LOCAL_IGNITION), (1, "Waiting for ignition"),
-                              (2, BOOTED_WITH_CONTROL_PLANE_IGNITION)] {
+        for (boot, stage) in [
+            (1, "Configuring"),
+            (1, BOOTED_WITH_LOCAL_IGNITION),
+            (1, "Waiting for ignition"),
+            (2, BOOTED_WITH_CONTROL_PLANE_IGNITION),
+        ] {
             let h = host("installing-in-progress", Some(stage));
-            assert!(matches!(decide(boot, &h), Decision::Hold { .. }), "boot {boot} at {stage}");
+            assert!(
+                matches!(decide(boot, &h), Decision::Hold { .. }),
+                "boot {boot} at {stage}"
+            );
         }
     }
 
     #[test]
     fn joined_done_and_installed_end_the_job() {
-        for (status, stage) in [("installing-in-progress", JOINED), ("installed", DONE), ("installed", "Configuring")] {
-            assert!(matches!(decide(2, &host(status, Some(stage))), Decision::NothingLeft { .. }), "{status} {stage}");
+        for (status, stage) in [
+            ("installing-in-progress", JOINED),
+            ("installed", DONE),
+            ("installed", "Configuring"),
+        ] {
+            assert!(
+                matches!(
+                    decide(2, &host(status, Some(stage))),
+                    Decision::NothingLeft { .. }
+                ),
+                "{status} {stage}"
+            );
         }
     }
 
     #[test]
     fn failed_and_error_hold_the_stage() {
-        assert!(matches!(decide(1, &host("error", Some(REBOOTING))), Decision::Hold { .. }));
-        assert!(matches!(decide(1, &host("installing-in-progress", Some(FAILED))), Decision::Hold { .. }));
+        assert!(matches!(
+            decide(1, &host("error", Some(REBOOTING))),
+            Decision::Hold { .. }
+        ));
+        assert!(matches!(
+            decide(1, &host("installing-in-progress", Some(FAILED))),
+            Decision::Hold { .. }
+        ));
     }
 
     #[test]
     fn pending_user_action_still_accepts_the_boot_stage() {
         let h = host("installing-pending-user-action", Some(REBOOTING));
-        assert_eq!(decide(1, &h), Decision::Report { target: BOOTED_WITH_LOCAL_IGNITION });
+        assert_eq!(
+            decide(1, &h),
+            Decision::Report {
+                target: BOOTED_WITH_LOCAL_IGNITION
+            }
+        );
     }
 
     #[test]
     fn status_gate_unknown_stage_and_missing_cluster_hold() {
-        assert!(matches!(decide(1, &host("known", Some(REBOOTING))), Decision::Hold { .. }));
-        assert!(matches!(decide(1, &host("installing-in-progress", Some("Reticulating splines"))), Decision::Hold { .. }));
+        assert!(matches!(
+            decide(1, &host("known", Some(REBOOTING))),
+            Decision::Hold { .. }
+        ));
+        assert!(matches!(
+            decide(
+                1,
+                &host("installing-in-progress", Some("Reticulating splines"))
+            ),
+            Decision::Hold { .. }
+        ));
         let mut h = host("installing-in-progress", Some(REBOOTING));
         h.cluster_id = None;
         assert!(matches!(decide(1, &h), Decision::Hold { .. }));
@@ -233,8 +341,16 @@ mod tests {
     fn the_services_own_list_wins_when_it_names_both_stages() {
         let mut h = host("installing-in-progress", Some("Configuring"));
         // A hypothetical service ordering that puts Configuring first.
-        h.progress_stages = Some(vec!["Configuring".into(), BOOTED_WITH_LOCAL_IGNITION.into()]);
-        assert_eq!(decide(1, &h), Decision::Report { target: BOOTED_WITH_LOCAL_IGNITION });
+        h.progress_stages = Some(vec![
+            "Configuring".into(),
+            BOOTED_WITH_LOCAL_IGNITION.into(),
+        ]);
+        assert_eq!(
+            decide(1, &h),
+            Decision::Report {
+                target: BOOTED_WITH_LOCAL_IGNITION
+            }
+        );
         // An upstream list without the new stages falls back to the ranks.
         h.progress_stages = Some(vec![REBOOTING.into(), "Configuring".into()]);
         assert!(matches!(decide(1, &h), Decision::Hold { .. }));

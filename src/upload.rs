@@ -49,7 +49,11 @@ pub struct Uploader {
 impl Uploader {
     /// Collects and uploads one complete bundle, retrying transient failures
     /// with a fresh bundle each time.
-    pub async fn upload(&self, meta: &BundleMeta, deadline: Option<Instant>) -> Result<Uploaded, ApiError> {
+    pub async fn upload(
+        &self,
+        meta: &BundleMeta,
+        deadline: Option<Instant>,
+    ) -> Result<Uploaded, ApiError> {
         let operation = format!("uploading {} logs", self.target.logs_type);
         self.client
             .retry_policy()
@@ -75,7 +79,9 @@ impl Uploader {
                 Some(Chunk::Data(bytes)) => Some((Ok(bytes), Some(rx))),
                 Some(Chunk::End) => None,
                 None => Some((
-                    Err(io::Error::other("bundle producer stopped before the archive was complete")),
+                    Err(io::Error::other(
+                        "bundle producer stopped before the archive was complete",
+                    )),
                     None,
                 )),
             }
@@ -86,7 +92,10 @@ impl Uploader {
             .file_name(file_name)
             .mime_str("application/gzip")
             .expect("static MIME type is valid");
-        let result = self.client.upload_logs_once(&self.target, Form::new().part("upfile", part)).await;
+        let result = self
+            .client
+            .upload_logs_once(&self.target, Form::new().part("upfile", part))
+            .await;
 
         // Wait for the producer either way so two bundles never run at once;
         // after a failed upload it stops at its next write (the pipe is closed).

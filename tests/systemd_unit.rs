@@ -29,24 +29,46 @@ fn unit_passes_systemd_analyze_verify() {
         .expect("systemd-analyze must be installed (.ci/run installs systemd)");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "verify failed: {stderr}");
-    let ours: Vec<&str> = stderr.lines().filter(|l| l.contains("assisted-boot-reporter")).collect();
+    let ours: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("assisted-boot-reporter"))
+        .collect();
     assert!(ours.is_empty(), "verify warned about the unit: {ours:?}");
 }
 
 #[test]
 fn unit_never_blocks_boot_and_holds_no_secret() {
-    assert_eq!(directives("Type"), ["exec"], "a oneshot would hold boot targets for an hour");
-    assert!(directives("Environment").is_empty(), "credentials never go in Environment=");
+    assert_eq!(
+        directives("Type"),
+        ["exec"],
+        "a oneshot would hold boot targets for an hour"
+    );
+    assert!(
+        directives("Environment").is_empty(),
+        "credentials never go in Environment="
+    );
     assert!(directives("EnvironmentFile").is_empty());
     for dep in ["Requires", "BindsTo", "Requisite", "Before"] {
-        assert!(directives(dep).is_empty(), "{dep}= would tie the unit to others");
+        assert!(
+            directives(dep).is_empty(),
+            "{dep}= would tie the unit to others"
+        );
     }
     let after = directives("After").join(" ");
     assert!(after.contains("network-online.target"));
-    assert!(!after.contains("crio") && !after.contains("kubelet"), "no dependency on crio or kubelet");
-    assert_eq!(directives("ConditionPathExists"), ["/etc/assisted-boot-reporter/host-id"]);
+    assert!(
+        !after.contains("crio") && !after.contains("kubelet"),
+        "no dependency on crio or kubelet"
+    );
+    assert_eq!(
+        directives("ConditionPathExists"),
+        ["/etc/assisted-boot-reporter/host-id"]
+    );
     assert_eq!(directives("WantedBy"), ["multi-user.target"]);
-    assert_eq!(directives("ExecStart"), ["/usr/local/bin/assisted-boot-reporter run"]);
+    assert_eq!(
+        directives("ExecStart"),
+        ["/usr/local/bin/assisted-boot-reporter run"]
+    );
 }
 
 #[test]

@@ -12,7 +12,9 @@ use common::*;
 async fn missing_configuration_exits_0_and_says_what_is_missing_and_where_it_looked() {
     let sc = Scenario::new("no-config");
     // The contract dir exists but the discovery agent left nothing in it.
-    let run = sc.run_agent("empty contract dir", &AgentOpts::default()).await;
+    let run = sc
+        .run_agent("empty contract dir", &AgentOpts::default())
+        .await;
     run.assert_code(0);
 
     let stderr = run.stderr_text();
@@ -21,10 +23,17 @@ async fn missing_configuration_exits_0_and_says_what_is_missing_and_where_it_loo
         "stderr does not name the missing service URL (service-url / ASSISTED_SERVICE_URL):\n{stderr}"
     );
     let dir = sc.config_dir.to_string_lossy().into_owned();
-    assert!(stderr.contains(&dir), "stderr does not say where it looked ({dir}):\n{stderr}");
+    assert!(
+        stderr.contains(&dir),
+        "stderr does not say where it looked ({dir}):\n{stderr}"
+    );
     // Nothing to clean up on a host that was never configured, and the unit
     // must stay enabled: a later boot may find the contract.
-    assert!(!sc.disabled_unit(), "systemctl calls: {:?}", sc.systemctl_calls());
+    assert!(
+        !sc.disabled_unit(),
+        "systemctl calls: {:?}",
+        sc.systemctl_calls()
+    );
 
     sc.final_checks(None).await;
 }
@@ -49,7 +58,10 @@ async fn missing_pull_secret_exits_0_and_names_it() {
 async fn usage_error(tag: &str, extra: &[&str], no_interval: bool) {
     let sc = Scenario::new(tag);
     sc.write_config("http://127.0.0.1:9", SecretForm::PullSecretJson, true);
-    let mut opts = AgentOpts { extra: extra.iter().map(|s| (*s).to_owned()).collect(), ..AgentOpts::default() };
+    let mut opts = AgentOpts {
+        extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+        ..AgentOpts::default()
+    };
     if no_interval {
         opts.upload_interval = None;
     }
@@ -58,7 +70,11 @@ async fn usage_error(tag: &str, extra: &[&str], no_interval: bool) {
     assert!(!run.stderr.is_empty(), "usage error without a message");
     // A usage error is not a run: nothing touched.
     assert!(sc.config_dir.join("pull-secret").exists());
-    assert!(sc.systemctl_calls().is_empty(), "systemctl calls: {:?}", sc.systemctl_calls());
+    assert!(
+        sc.systemctl_calls().is_empty(),
+        "systemctl calls: {:?}",
+        sc.systemctl_calls()
+    );
     sc.final_checks(None).await;
 }
 

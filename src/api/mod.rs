@@ -120,15 +120,23 @@ impl Client {
     pub fn new(settings: &ClientSettings) -> anyhow::Result<Self> {
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
-            .user_agent(concat!("assisted-boot-reporter/", env!("CARGO_PKG_VERSION")))
+            .user_agent(concat!(
+                "assisted-boot-reporter/",
+                env!("CARGO_PKG_VERSION")
+            ))
             .connect_timeout(Duration::from_secs(30).min(settings.request_timeout))
             .timeout(settings.request_timeout)
             .https_only(false);
         if let Some(path) = &settings.ca_cert {
-            let pem = std::fs::read(path).with_context(|| format!("reading CA bundle {}", path.display()))?;
+            let pem = std::fs::read(path)
+                .with_context(|| format!("reading CA bundle {}", path.display()))?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem)
                 .with_context(|| format!("parsing CA bundle {}", path.display()))?;
-            anyhow::ensure!(!certs.is_empty(), "CA bundle {} holds no certificate", path.display());
+            anyhow::ensure!(
+                !certs.is_empty(),
+                "CA bundle {} holds no certificate",
+                path.display()
+            );
             for cert in certs {
                 builder = builder.add_root_certificate(cert);
             }
@@ -157,7 +165,9 @@ impl Client {
 
     fn url(&self, path: &str) -> Url {
         // Paths are built from UUIDs and fixed words only, so join cannot fail.
-        self.api_base.join(path).expect("API path is a valid relative URL")
+        self.api_base
+            .join(path)
+            .expect("API path is a valid relative URL")
     }
 
     fn request(&self, method: Method, url: Url) -> RequestBuilder {
@@ -174,13 +184,21 @@ impl Client {
     }
 
     /// `GET /v2/infra-envs/{infra_env_id}/hosts`, then our host from it.
-    pub async fn find_host(&self, infra_env_id: Uuid, host_id: Uuid, deadline: Option<Instant>) -> Result<Host, ApiError> {
+    pub async fn find_host(
+        &self,
+        infra_env_id: Uuid,
+        host_id: Uuid,
+        deadline: Option<Instant>,
+    ) -> Result<Host, ApiError> {
         let operation = "listing the infra-env's hosts";
         let hosts = self
             .retry
             .run(operation, deadline, |_| async {
                 let response = self
-                    .request(Method::GET, self.url(&format!("infra-envs/{infra_env_id}/hosts")))
+                    .request(
+                        Method::GET,
+                        self.url(&format!("infra-envs/{infra_env_id}/hosts")),
+                    )
                     .send()
                     .await
                     .map_err(|e| ApiError::transport(operation, e))?;
@@ -191,12 +209,15 @@ impl Client {
                 })
             })
             .await?;
-        hosts.into_iter().find(|h| h.id == host_id).ok_or_else(|| ApiError::Status {
-            operation: operation.to_owned(),
-            status: StatusCode::NOT_FOUND,
-            reason: format!("host {host_id} is not in infra-env {infra_env_id}"),
-            retry_after: None,
-        })
+        hosts
+            .into_iter()
+            .find(|h| h.id == host_id)
+            .ok_or_else(|| ApiError::Status {
+                operation: operation.to_owned(),
+                status: StatusCode::NOT_FOUND,
+                reason: format!("host {host_id} is not in infra-env {infra_env_id}"),
+                retry_after: None,
+            })
     }
 
     /// `PUT /v2/infra-envs/{infra_env_id}/hosts/{host_id}/progress`.
@@ -214,14 +235,18 @@ impl Client {
                 let response = self
                     .request(
                         Method::PUT,
-                        self.url(&format!("infra-envs/{infra_env_id}/hosts/{host_id}/progress")),
+                        self.url(&format!(
+                            "infra-envs/{infra_env_id}/hosts/{host_id}/progress"
+                        )),
                     )
                     .header(CONTENT_TYPE, "application/json")
                     .body(body.clone())
                     .send()
                     .await
                     .map_err(|e| ApiError::transport(&operation, e))?;
-                success_body(&operation, response, MAX_ERROR_BYTES).await.map(drop)
+                success_body(&operation, response, MAX_ERROR_BYTES)
+                    .await
+                    .map(drop)
             })
             .await
     }
@@ -246,7 +271,9 @@ impl Client {
             .send()
             .await
             .map_err(|e| ApiError::transport(&operation, e))?;
-        success_body(&operation, response, MAX_ERROR_BYTES).await.map(drop)
+        success_body(&operation, response, MAX_ERROR_BYTES)
+            .await
+            .map(drop)
     }
 }
 
@@ -260,10 +287,23 @@ pub struct UploadTarget {
 }
 
 /// Reads a 2xx body (bounded) or turns any other answer into [`ApiError::Status`].
-async fn success_body(operation: &str, response: Response, limit: usize) -> Result<Vec<u8>, ApiError> {
+async fn success_body(
+    operation: &str,
+    response: Response,
+    limit: usize,
+) -> Result<Vec<u8>, ApiError> {
     let status = response.status();
     let retry_after = parse_retry_after(response.headers());
-    let body = read_capped(operation, response, if status.is_success() { limit } else { MAX_ERROR_BYTES }).await;
+    let body = read_capped(
+        operation,
+        response,
+        if status.is_success() {
+            limit
+        } else {
+            MAX_ERROR_BYTES
+        },
+    )
+    .await;
     if status.is_success() {
         let (body, truncated) = body?;
         if truncated {
@@ -286,9 +326,17 @@ async fn success_body(operation: &str, response: Response, limit: usize) -> Resu
     })
 }
 
-async fn read_capped(operation: &str, mut response: Response, limit: usize) -> Result<(Vec<u8>, bool), ApiError> {
+async fn read_capped(
+    operation: &str,
+    mut response: Response,
+    limit: usize,
+) -> Result<(Vec<u8>, bool), ApiError> {
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| ApiError::transport(operation, e))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| ApiError::transport(operation, e))?
+    {
         let room = limit.saturating_sub(body.len());
         if chunk.len() > room {
             body.extend_from_slice(&chunk[..room]);
@@ -334,7 +382,10 @@ fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
         return Some(Duration::from_secs(seconds));
     }
     let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// reqwest's top-level message is generic ("error sending request"); the
@@ -362,7 +413,10 @@ mod tests {
             describe_error_body(br#"{"code":"409","href":"","id":409,"kind":"Error","reason":"Can't assign lower stage"}"#),
             "Can't assign lower stage"
         );
-        assert_eq!(describe_error_body(b"<html>\n<b>Bad\x07 gateway</b></html>"), "<html> <b>Bad gateway</b></html>");
+        assert_eq!(
+            describe_error_body(b"<html>\n<b>Bad\x07 gateway</b></html>"),
+            "<html> <b>Bad gateway</b></html>"
+        );
         assert_eq!(describe_error_body(b""), "(empty body)");
         let long = "x".repeat(5000);
         assert!(describe_error_body(long.as_bytes()).chars().count() <= MAX_REASON_CHARS + 1);
@@ -373,7 +427,10 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
         assert_eq!(parse_retry_after(&headers), Some(Duration::from_secs(7)));
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
+        headers.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
         assert_eq!(parse_retry_after(&headers), Some(Duration::ZERO));
         headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
         assert_eq!(parse_retry_after(&headers), None);
@@ -382,8 +439,14 @@ mod tests {
     #[test]
     fn api_base_accepts_urls_with_and_without_a_path() {
         for (service, expected) in [
-            ("https://svc.example", "https://svc.example/api/assisted-install/v2/infra-envs"),
-            ("https://svc.example/prefix", "https://svc.example/prefix/api/assisted-install/v2/infra-envs"),
+            (
+                "https://svc.example",
+                "https://svc.example/api/assisted-install/v2/infra-envs",
+            ),
+            (
+                "https://svc.example/prefix",
+                "https://svc.example/prefix/api/assisted-install/v2/infra-envs",
+            ),
         ] {
             let client = Client::new(&ClientSettings {
                 service_url: Url::parse(service).unwrap(),

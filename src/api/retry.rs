@@ -47,7 +47,12 @@ impl RetryPolicy {
 
     /// Runs `op` until it succeeds, fails with a non-retryable error, runs out
     /// of attempts, or the next wait would pass `deadline`.
-    pub async fn run<T, F, Fut>(&self, what: &str, deadline: Option<Instant>, mut op: F) -> Result<T, ApiError>
+    pub async fn run<T, F, Fut>(
+        &self,
+        what: &str,
+        deadline: Option<Instant>,
+        mut op: F,
+    ) -> Result<T, ApiError>
     where
         F: FnMut(u32) -> Fut,
         Fut: Future<Output = Result<T, ApiError>>,
@@ -103,14 +108,29 @@ mod tests {
         };
         for _ in 0..200 {
             let d1 = policy.delay(1, None);
-            assert!(d1 >= Duration::from_millis(50) && d1 <= Duration::from_millis(100), "{d1:?}");
+            assert!(
+                d1 >= Duration::from_millis(50) && d1 <= Duration::from_millis(100),
+                "{d1:?}"
+            );
             let d3 = policy.delay(3, None);
-            assert!(d3 >= Duration::from_millis(200) && d3 <= Duration::from_millis(400), "{d3:?}");
+            assert!(
+                d3 >= Duration::from_millis(200) && d3 <= Duration::from_millis(400),
+                "{d3:?}"
+            );
             let d20 = policy.delay(20, None);
-            assert!(d20 >= Duration::from_millis(500) && d20 <= Duration::from_secs(1), "{d20:?}");
+            assert!(
+                d20 >= Duration::from_millis(500) && d20 <= Duration::from_secs(1),
+                "{d20:?}"
+            );
         }
-        assert_eq!(policy.delay(1, Some(Duration::from_millis(300))), Duration::from_millis(300));
-        assert_eq!(policy.delay(1, Some(Duration::from_secs(3600))), Duration::from_secs(1));
+        assert_eq!(
+            policy.delay(1, Some(Duration::from_millis(300))),
+            Duration::from_millis(300)
+        );
+        assert_eq!(
+            policy.delay(1, Some(Duration::from_secs(3600))),
+            Duration::from_secs(1)
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -138,7 +158,11 @@ mod tests {
                     async move { Err::<(), _>(status(code, None)) }
                 })
                 .await;
-            assert_eq!(calls.load(Ordering::SeqCst), 1, "{code} must not be retried");
+            assert_eq!(
+                calls.load(Ordering::SeqCst),
+                1,
+                "{code} must not be retried"
+            );
         }
         for code in [408, 429, 500, 502, 504] {
             assert!(status(code, None).is_retryable(), "{code}");
@@ -150,7 +174,11 @@ mod tests {
         let policy = RetryPolicy::default();
         let result = policy
             .run("op", None, |attempt| async move {
-                if attempt < 3 { Err(status(502, None)) } else { Ok(attempt) }
+                if attempt < 3 {
+                    Err(status(502, None))
+                } else {
+                    Ok(attempt)
+                }
             })
             .await;
         assert_eq!(result.unwrap(), 3);
@@ -164,6 +192,10 @@ mod tests {
             })
             .await;
         assert!(result.is_err());
-        assert_eq!(calls.load(Ordering::SeqCst), 1, "a wait past the deadline is not taken");
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "a wait past the deadline is not taken"
+        );
     }
 }

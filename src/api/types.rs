@@ -40,7 +40,9 @@ impl Host {
     }
 
     pub fn progress_info(&self) -> Option<&str> {
-        self.progress.as_ref().and_then(|p| p.progress_info.as_deref())
+        self.progress
+            .as_ref()
+            .and_then(|p| p.progress_info.as_deref())
     }
 }
 
@@ -108,9 +110,12 @@ mod tests {
 
     #[test]
     fn both_error_shapes_yield_text() {
-        let a: ErrorBody =
-            serde_json::from_str(r#"{"code":"409","href":"","id":409,"kind":"Error","reason":"nope"}"#).unwrap();
-        let b: ErrorBody = serde_json::from_str(r#"{"code":401,"message":"unauthorized"}"#).unwrap();
+        let a: ErrorBody = serde_json::from_str(
+            r#"{"code":"409","href":"","id":409,"kind":"Error","reason":"nope"}"#,
+        )
+        .unwrap();
+        let b: ErrorBody =
+            serde_json::from_str(r#"{"code":401,"message":"unauthorized"}"#).unwrap();
         assert_eq!(a.text(), Some("nope"));
         assert_eq!(b.text(), Some("unauthorized"));
     }

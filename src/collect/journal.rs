@@ -14,7 +14,9 @@ use std::io;
 
 use super::{Captured, Members, Status};
 
-const OUTPUT: [&str; 3] = ["--no-pager", "-o", "short-iso-precise"];
+/// `--all` keeps lines with control characters (kubelet's and crio's colour
+/// codes) instead of `[N blob data]`; the bytes are shipped as they are.
+const OUTPUT: [&str; 4] = ["--no-pager", "--all", "-o", "short-iso-precise"];
 
 /// Units whose logs are small and say where an installation stopped.
 const QUIET_UNITS: &[&str] = &[
@@ -135,14 +137,14 @@ mod tests {
             let path = format!("journal/units/{unit}.log");
             let data = String::from_utf8_lossy(sink.get(&path).expect(&path)).into_owned();
             let expected = format!(
-                "fake journal for args: --root={} -b 0 -u {unit}.service --no-pager -o short-iso-precise\n",
+                "fake journal for args: --root={} -b 0 -u {unit}.service --no-pager --all -o short-iso-precise\n",
                 root.path().display()
             );
             assert!(data.contains(&expected), "{data}");
         }
         let this_boot =
             String::from_utf8_lossy(sink.get("journal/this-boot.log").unwrap()).into_owned();
-        assert!(this_boot.contains("-b 0 --no-pager -o short-iso-precise\n"));
+        assert!(this_boot.contains("-b 0 --no-pager --all -o short-iso-precise\n"));
         let boots = sink.get("journal/list-boots.txt").unwrap();
         assert_eq!(String::from_utf8_lossy(boots).lines().count(), 3);
         assert!(sink.get("journal/previous-boot.log").is_some());

@@ -591,7 +591,7 @@ fn capture_command(
     if let Some(path) = &ctx.path_env {
         command.env("PATH", path);
     }
-    let mut child = match command.spawn() {
+    let mut child = match spawn(&mut command) {
         Ok(child) => child,
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
             return Captured::without_data(
@@ -736,6 +736,24 @@ fn capture_command(
         redactions,
         stderr_head,
         duration: started.elapsed(),
+    }
+}
+
+/// Spawns, retrying briefly on ETXTBSY: an executable still open for writing
+/// in a process that is between fork and exec (a package update, or a test
+/// writing a script while another thread forks) cannot be executed for a
+/// moment.
+fn spawn(command: &mut Command) -> io::Result<Child> {
+    const ATTEMPTS: u32 = 5;
+    let mut attempt = 1;
+    loop {
+        match command.spawn() {
+            Err(err) if err.kind() == io::ErrorKind::ExecutableFileBusy && attempt < ATTEMPTS => {
+                std::thread::sleep(Duration::from_millis(20) * attempt);
+                attempt += 1;
+            }
+            result => return result,
+        }
     }
 }
 

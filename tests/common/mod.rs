@@ -58,7 +58,11 @@ pub fn base64(data: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -74,7 +78,10 @@ pub fn base64(data: &[u8]) -> String {
 /// A token no fixture, log line or ID could contain by chance.
 pub fn distinctive_token(tag: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     base64(format!("e2e-{tag}:S3cr3t-{}-{nanos}-{n}-zq", std::process::id()).as_bytes())
 }
@@ -114,7 +121,11 @@ impl HostSeed {
     }
 
     pub fn at(stage: &'static str, status: &'static str) -> Self {
-        HostSeed { current_stage: stage, status, ..Self::rebooting_master() }
+        HostSeed {
+            current_stage: stage,
+            status,
+            ..Self::rebooting_master()
+        }
     }
 }
 
@@ -142,7 +153,12 @@ pub fn seed_json(agent_token: &str, host: &HostSeed) -> Value {
 // ---------------------------------------------------------------------------
 // Mock service
 
-pub async fn start_mock_at(addr: &str, seed: &Value, data_dir: &Path, upstream_compat: bool) -> MockServer {
+pub async fn start_mock_at(
+    addr: &str,
+    seed: &Value,
+    data_dir: &Path,
+    upstream_compat: bool,
+) -> MockServer {
     let seed = Seed::from_json(&seed.to_string()).expect("seed parses");
     let mut config = MockConfig::new(seed, data_dir.to_path_buf());
     config.upstream_compat = upstream_compat;
@@ -150,11 +166,18 @@ pub async fn start_mock_at(addr: &str, seed: &Value, data_dir: &Path, upstream_c
 }
 
 pub fn http() -> reqwest::Client {
-    reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("client")
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("client")
 }
 
 pub async fn get_json(url: &str) -> Value {
-    let resp = http().get(url).send().await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let resp = http()
+        .get(url)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
     let status = resp.status();
     let text = resp.text().await.unwrap_or_default();
     assert!(status.is_success(), "GET {url}: {status}: {text}");
@@ -191,16 +214,34 @@ pub async fn admin_set_stage(base: &str, host_id: &str, stage: &str, status: Opt
         body["status"] = json!(s);
     }
     let url = format!("{base}/admin/hosts/{host_id}/stage");
-    let resp = http().post(&url).json(&body).send().await.expect("admin stage");
+    let resp = http()
+        .post(&url)
+        .json(&body)
+        .send()
+        .await
+        .expect("admin stage");
     let status = resp.status();
-    assert!(status.is_success(), "POST {url}: {status}: {}", resp.text().await.unwrap_or_default());
+    assert!(
+        status.is_success(),
+        "POST {url}: {status}: {}",
+        resp.text().await.unwrap_or_default()
+    );
 }
 
 pub async fn admin_fault(base: &str, fault: Value) {
     let url = format!("{base}/admin/faults");
-    let resp = http().post(&url).json(&fault).send().await.expect("admin fault");
+    let resp = http()
+        .post(&url)
+        .json(&fault)
+        .send()
+        .await
+        .expect("admin fault");
     let status = resp.status();
-    assert!(status.is_success(), "POST {url}: {status}: {}", resp.text().await.unwrap_or_default());
+    assert!(
+        status.is_success(),
+        "POST {url}: {status}: {}",
+        resp.text().await.unwrap_or_default()
+    );
 }
 
 /// The host's entry in `/admin/state`.
@@ -214,16 +255,24 @@ pub fn host_of<'a>(state: &'a Value, host_id: &str) -> &'a Value {
 pub fn stage_history(host: &Value) -> Vec<String> {
     host["stage_history"]
         .as_array()
-        .map(|a| a.iter().map(|e| e["stage"].as_str().unwrap_or_default().to_owned()).collect())
+        .map(|a| {
+            a.iter()
+                .map(|e| e["stage"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 pub fn bundle_of<'a>(host: &'a Value, logs_type: &str) -> Option<&'a Value> {
-    host["bundles"].as_array().and_then(|b| b.iter().find(|b| b["logs_type"] == logs_type))
+    host["bundles"]
+        .as_array()
+        .and_then(|b| b.iter().find(|b| b["logs_type"] == logs_type))
 }
 
 pub fn uploads_of(host: &Value, logs_type: &str) -> u64 {
-    bundle_of(host, logs_type).and_then(|b| b["uploads"].as_u64()).unwrap_or(0)
+    bundle_of(host, logs_type)
+        .and_then(|b| b["uploads"].as_u64())
+        .unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------
@@ -237,12 +286,21 @@ pub struct Member {
 
 /// Gunzips and untars a stored bundle.
 pub fn open_bundle(path: &Path) -> Vec<Member> {
-    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("open bundle {}: {e}", path.display()));
+    let file =
+        std::fs::File::open(path).unwrap_or_else(|e| panic!("open bundle {}: {e}", path.display()));
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
     let mut members = Vec::new();
-    for entry in archive.entries().unwrap_or_else(|e| panic!("bundle {} is not a tar.gz: {e}", path.display())) {
-        let mut entry = entry.unwrap_or_else(|e| panic!("bundle {}: bad entry: {e}", path.display()));
-        let name = entry.path().expect("member path").to_string_lossy().into_owned();
+    for entry in archive
+        .entries()
+        .unwrap_or_else(|e| panic!("bundle {} is not a tar.gz: {e}", path.display()))
+    {
+        let mut entry =
+            entry.unwrap_or_else(|e| panic!("bundle {}: bad entry: {e}", path.display()));
+        let name = entry
+            .path()
+            .expect("member path")
+            .to_string_lossy()
+            .into_owned();
         let mut data = Vec::new();
         entry
             .read_to_end(&mut data)
@@ -253,7 +311,9 @@ pub fn open_bundle(path: &Path) -> Vec<Member> {
 }
 
 pub fn member<'a>(members: &'a [Member], suffix: &str) -> Option<&'a Member> {
-    members.iter().find(|m| m.name == suffix || m.name.ends_with(&format!("/{suffix}")))
+    members
+        .iter()
+        .find(|m| m.name == suffix || m.name.ends_with(&format!("/{suffix}")))
 }
 
 pub fn member_names(members: &[Member]) -> Vec<&str> {
@@ -278,16 +338,30 @@ impl OpenedBundle {
 /// every boot bundle must have with the fixture host's content, and that the
 /// agent's secret was scrubbed (replaced, not dropped) where the host had it.
 pub fn check_host_boot_bundle(host: &Value) -> OpenedBundle {
-    let bundle = bundle_of(host, "host_boot").unwrap_or_else(|| panic!("no host_boot bundle stored: {host}"));
-    assert_eq!(bundle["valid"], true, "mock says the stored bundle is not a valid tar.gz: {bundle}");
+    let bundle = bundle_of(host, "host_boot")
+        .unwrap_or_else(|| panic!("no host_boot bundle stored: {host}"));
+    assert_eq!(
+        bundle["valid"], true,
+        "mock says the stored bundle is not a valid tar.gz: {bundle}"
+    );
     let path = PathBuf::from(bundle["path"].as_str().expect("bundle path"));
     let members = open_bundle(&path);
     let names = member_names(&members);
-    eprintln!("host_boot bundle {} ({} bytes, {} uploads): {names:?}", path.display(), bundle["size"], bundle["uploads"]);
+    eprintln!(
+        "host_boot bundle {} ({} bytes, {} uploads): {names:?}",
+        path.display(),
+        bundle["size"],
+        bundle["uploads"]
+    );
 
-    let manifest = member(&members, "manifest.json").unwrap_or_else(|| panic!("no manifest.json in bundle: {names:?}"));
-    let manifest: Value = serde_json::from_slice(&manifest.data)
-        .unwrap_or_else(|e| panic!("manifest.json does not parse: {e}: {}", String::from_utf8_lossy(&manifest.data)));
+    let manifest = member(&members, "manifest.json")
+        .unwrap_or_else(|| panic!("no manifest.json in bundle: {names:?}"));
+    let manifest: Value = serde_json::from_slice(&manifest.data).unwrap_or_else(|e| {
+        panic!(
+            "manifest.json does not parse: {e}: {}",
+            String::from_utf8_lossy(&manifest.data)
+        )
+    });
     check_manifest_collectors(&manifest, &members);
     if let Some(id) = manifest["meta"]["host_id"].as_str() {
         assert_eq!(id, HOST_ID, "manifest names another host");
@@ -296,29 +370,48 @@ pub fn check_host_boot_bundle(host: &Value) -> OpenedBundle {
     // What a boot bundle is for: the bootstrap service records, the network
     // view, the mounts, the journal.
     let text = |suffix: &str| -> String {
-        let m = member(&members, suffix).unwrap_or_else(|| panic!("bundle has no member {suffix}: {names:?}"));
+        let m = member(&members, suffix)
+            .unwrap_or_else(|| panic!("bundle has no member {suffix}: {names:?}"));
         String::from_utf8_lossy(&m.data).into_owned()
     };
     let bootkube = text("records/bootkube.json");
     let records: Value = serde_json::from_str(&bootkube)
         .unwrap_or_else(|e| panic!("records/bootkube.json does not parse: {e}"));
-    assert!(records.is_array(), "records/bootkube.json is not the service's array");
+    assert!(
+        records.is_array(),
+        "records/bootkube.json is not the service's array"
+    );
     assert!(
         bootkube.contains("147 main /usr/local/bin/bootkube.sh"),
         "records/bootkube.json lost the failed stage's errorLine"
     );
-    let fixture_resolv = std::fs::read_to_string(fixture_root().join("etc/resolv.conf")).expect("fixture resolv.conf");
-    assert_eq!(text("resolv.conf"), fixture_resolv, "resolv.conf member differs from the host's");
-    assert!(text("mountinfo").contains("/sysroot"), "mountinfo member is not the host's");
+    let fixture_resolv = std::fs::read_to_string(fixture_root().join("etc/resolv.conf"))
+        .expect("fixture resolv.conf");
+    assert_eq!(
+        text("resolv.conf"),
+        fixture_resolv,
+        "resolv.conf member differs from the host's"
+    );
     assert!(
-        names.iter().any(|n| n.contains("journal") && n.ends_with(".log")),
+        text("mountinfo").contains("/sysroot"),
+        "mountinfo member is not the host's"
+    );
+    assert!(
+        names.iter().any(|n| n.contains("journal")
+            && Path::new(n)
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("log"))),
         "bundle has no journal member: {names:?}"
     );
 
     // The host's /etc/hosts (test copy) carries the token: the member must be
     // there with the token replaced, and the journal line carrying it too.
     let marker = String::from_utf8_lossy(assisted_boot_reporter::redact::MARKER).into_owned();
-    assert!(text("hosts").contains(&marker), "hosts member was not redacted (no {marker}): {}", text("hosts"));
+    assert!(
+        text("hosts").contains(&marker),
+        "hosts member was not redacted (no {marker}): {}",
+        text("hosts")
+    );
     assert!(
         members
             .iter()
@@ -335,10 +428,17 @@ pub fn check_manifest_collectors(manifest: &Value, members: &[Member]) {
     let collectors = manifest["collectors"]
         .as_array()
         .unwrap_or_else(|| panic!("manifest.json has no \"collectors\" list: {manifest}"));
-    assert!(!collectors.is_empty(), "manifest.json lists no collectors: {manifest}");
+    assert!(
+        !collectors.is_empty(),
+        "manifest.json lists no collectors: {manifest}"
+    );
     for c in collectors {
-        let name = c["name"].as_str().unwrap_or_else(|| panic!("collector without a name: {c}"));
-        let status = c["status"].as_str().unwrap_or_else(|| panic!("collector {name} without a status: {c}"));
+        let name = c["name"]
+            .as_str()
+            .unwrap_or_else(|| panic!("collector without a name: {c}"));
+        let status = c["status"]
+            .as_str()
+            .unwrap_or_else(|| panic!("collector {name} without a status: {c}"));
         assert!(!status.is_empty(), "collector {name} has an empty status");
         for f in c["files"].as_array().into_iter().flatten() {
             if f["archived"] == true {
@@ -357,7 +457,9 @@ fn gunzip_all(data: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(data).read_to_end(&mut out).ok()?;
+    flate2::read::MultiGzDecoder::new(data)
+        .read_to_end(&mut out)
+        .ok()?;
     Some(out)
 }
 
@@ -372,11 +474,15 @@ pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 /// (200) when healthy, a 500 with kubelet's failure text otherwise. Returns
 /// the healthz URL; the server lives as long as the test's runtime.
 pub async fn start_kubelet(healthy: bool) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind kubelet");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind kubelet");
     let addr = listener.local_addr().expect("kubelet addr");
     tokio::spawn(async move {
         loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 4096];
                 let mut got = Vec::new();
@@ -390,7 +496,10 @@ pub async fn start_kubelet(healthy: bool) -> String {
                 let (status, body) = if healthy {
                     ("200 OK", "ok".to_owned())
                 } else {
-                    ("500 Internal Server Error", "[-]syncloop failed: reason withheld\nhealthz check failed".to_owned())
+                    (
+                        "500 Internal Server Error",
+                        "[-]syncloop failed: reason withheld\nhealthz check failed".to_owned(),
+                    )
                 };
                 let resp = format!(
                     "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -454,6 +563,8 @@ pub struct AgentOpts {
     pub extra: Vec<String>,
     /// Replaces every argument (for usage-error tests).
     pub raw_args: Option<Vec<String>>,
+    /// Extra environment of the child (on top of the clean one).
+    pub env: Vec<(String, String)>,
     pub deadline: Duration,
 }
 
@@ -465,6 +576,7 @@ impl Default for AgentOpts {
             kubelet_healthz_url: None,
             extra: Vec::new(),
             raw_args: None,
+            env: Vec::new(),
             deadline: HARD_DEADLINE,
         }
     }
@@ -479,7 +591,9 @@ pub struct Running {
     stderr: tokio::task::JoinHandle<Vec<u8>>,
 }
 
-fn drain<R: tokio::io::AsyncRead + Unpin + Send + 'static>(r: Option<R>) -> tokio::task::JoinHandle<Vec<u8>> {
+fn drain<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
+    r: Option<R>,
+) -> tokio::task::JoinHandle<Vec<u8>> {
     tokio::spawn(async move {
         let mut out = Vec::new();
         if let Some(mut r) = r {
@@ -512,7 +626,8 @@ pub struct Scenario {
 
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("mkdir {}: {e}", to.display()));
-    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display())) {
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display()))
+    {
         let entry = entry.expect("dir entry");
         let src = entry.path();
         let dst = to.join(entry.file_name());
@@ -526,7 +641,10 @@ pub fn copy_tree(from: &Path, to: &Path) {
 
 impl Scenario {
     pub fn new(tag: &str) -> Scenario {
-        let tmp = tempfile::Builder::new().prefix(&format!("abr-e2e-{tag}-")).tempdir().expect("tempdir");
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("abr-e2e-{tag}-"))
+            .tempdir()
+            .expect("tempdir");
         let base = tmp.path().to_path_buf();
         let root = base.join("root");
         copy_tree(&fixture_root(), &root);
@@ -594,7 +712,8 @@ impl Scenario {
 
     pub fn write_config_with_secret(&self, service_url: &str, secret: &str, with_cluster_id: bool) {
         let w = |name: &str, value: &str| {
-            std::fs::write(self.config_dir.join(name), value).unwrap_or_else(|e| panic!("write {name}: {e}"));
+            std::fs::write(self.config_dir.join(name), value)
+                .unwrap_or_else(|e| panic!("write {name}: {e}"));
         };
         w("service-url", &format!("{service_url}\n"));
         w("infra-env-id", &format!("{INFRA_ENV_ID}\n"));
@@ -654,7 +773,10 @@ impl Scenario {
         push("--request-timeout", "10s");
         // Never the host's real kubelet port: an unused-by-default local
         // endpoint unless the test gives one.
-        let kubelet = opts.kubelet_healthz_url.clone().unwrap_or_else(|| "http://127.0.0.1:9/healthz".to_owned());
+        let kubelet = opts
+            .kubelet_healthz_url
+            .clone()
+            .unwrap_or_else(|| "http://127.0.0.1:9/healthz".to_owned());
         push("--kubelet-healthz-url", &kubelet);
         args.extend(opts.extra.iter().cloned());
         args
@@ -668,7 +790,10 @@ impl Scenario {
             "fake executables missing in {}: refusing to let the agent reach the host's systemctl",
             fake_bin().display()
         );
-        let path = format!("{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", fake_bin().display());
+        let path = format!(
+            "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+            fake_bin().display()
+        );
         let mut cmd = tokio::process::Command::new(agent_bin());
         cmd.args(self.args(opts))
             .env_clear()
@@ -676,6 +801,7 @@ impl Scenario {
             .env("HOME", &self.home)
             .env("FAKE_JOURNAL_EXTRA", self.journal_extra())
             .env("FAKE_SYSTEMCTL_LOG", &self.systemctl_log)
+            .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .current_dir(self.tmp.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -685,19 +811,33 @@ impl Scenario {
         let mut child = cmd.spawn().expect("spawn agent");
         let stdout = drain(child.stdout.take());
         let stderr = drain(child.stderr.take());
-        Running { label: label.to_owned(), child, started, deadline: opts.deadline, stdout, stderr }
+        Running {
+            label: label.to_owned(),
+            child,
+            started,
+            deadline: opts.deadline,
+            stdout,
+            stderr,
+        }
     }
 
     /// Waits for a spawned agent; kills it and fails the test past its deadline.
     pub async fn wait_agent(&self, running: Running) -> AgentRun {
-        let Running { label, mut child, started, deadline, stdout, stderr } = running;
-        let waited = tokio::time::timeout(deadline.saturating_sub(started.elapsed()), child.wait()).await;
-        let (code, timed_out) = match waited {
-            Ok(status) => (status.expect("wait agent").code(), false),
-            Err(_) => {
-                let _ = child.kill().await;
-                (None, true)
-            }
+        let Running {
+            label,
+            mut child,
+            started,
+            deadline,
+            stdout,
+            stderr,
+        } = running;
+        let waited =
+            tokio::time::timeout(deadline.saturating_sub(started.elapsed()), child.wait()).await;
+        let (code, timed_out) = if let Ok(status) = waited {
+            (status.expect("wait agent").code(), false)
+        } else {
+            let _ = child.kill().await;
+            (None, true)
         };
         let elapsed = started.elapsed();
         let run = AgentRun {
@@ -761,7 +901,10 @@ impl Scenario {
     fn secrets(&self) -> Vec<(&'static str, &str)> {
         let mut secrets = vec![("agent token", self.token.as_str())];
         if self.gave_pull_secret_json.load(Ordering::SeqCst) {
-            secrets.push(("other registry auth in the pull secret", self.other_auth.as_str()));
+            secrets.push((
+                "other registry auth in the pull secret",
+                self.other_auth.as_str(),
+            ));
         }
         secrets
     }
@@ -786,7 +929,9 @@ impl Scenario {
         let mut opened = 0;
         for host in state["hosts"].as_array().into_iter().flatten() {
             for bundle in host["bundles"].as_array().into_iter().flatten() {
-                let Some(path) = bundle["path"].as_str() else { continue };
+                let Some(path) = bundle["path"].as_str() else {
+                    continue;
+                };
                 let path = Path::new(path);
                 if !path.exists() {
                     continue;
@@ -836,27 +981,43 @@ pub fn assert_no_single_host_get(requests: &[Value]) {
     let single = format!("{API}/infra-envs/{INFRA_ENV_ID}/hosts/{HOST_ID}");
     let bad: Vec<&Value> = requests
         .iter()
-        .filter(|r| r["method"] == "GET" && r["path"].as_str().is_some_and(|p| p.trim_end_matches('/') == single))
+        .filter(|r| {
+            r["method"] == "GET"
+                && r["path"]
+                    .as_str()
+                    .is_some_and(|p| p.trim_end_matches('/') == single)
+        })
         .collect();
-    assert!(bad.is_empty(), "agent used the userAuth-only single-host GET: {bad:?}");
+    assert!(
+        bad.is_empty(),
+        "agent used the userAuth-only single-host GET: {bad:?}"
+    );
 }
 
 pub fn progress_puts(requests: &[Value]) -> Vec<&Value> {
     requests
         .iter()
-        .filter(|r| r["method"] == "PUT" && r["path"].as_str().is_some_and(|p| p.ends_with("/progress")))
+        .filter(|r| {
+            r["method"] == "PUT" && r["path"].as_str().is_some_and(|p| p.ends_with("/progress"))
+        })
         .collect()
 }
 
 pub fn log_uploads(requests: &[Value]) -> Vec<&Value> {
     requests
         .iter()
-        .filter(|r| r["method"] == "POST" && r["path"].as_str().is_some_and(|p| p.ends_with("/logs")))
+        .filter(|r| {
+            r["method"] == "POST" && r["path"].as_str().is_some_and(|p| p.ends_with("/logs"))
+        })
         .collect()
 }
 
 /// Polls `cond` on the mock's state until it holds or `within` passes.
-pub async fn wait_for_state(base: &str, within: Duration, mut cond: impl FnMut(&Value) -> bool) -> Value {
+pub async fn wait_for_state(
+    base: &str,
+    within: Duration,
+    mut cond: impl FnMut(&Value) -> bool,
+) -> Value {
     let start = Instant::now();
     loop {
         let state = admin_state(base).await;
