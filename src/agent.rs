@@ -39,6 +39,10 @@ const KUBELET_POLL: Duration = Duration::from_secs(30);
 const UNREACHED_RETRY: Duration = Duration::from_secs(60);
 /// Extra time the last upload may take after the deadline.
 const FINAL_UPLOAD_GRACE: Duration = Duration::from_secs(120);
+/// Host lookups that may fail in a row before bundles are shipped anyway: the
+/// first bundle should follow the stage report, but never at the price of
+/// shipping nothing when only the host list is broken.
+const LOOKUPS_BEFORE_SHIPPING_BLIND: u32 = 3;
 /// Interval jitter (±10 %) spreads the hosts of a cluster installed together.
 const JITTER: f64 = 0.10;
 
@@ -100,6 +104,11 @@ async fn run_service(args: RunArgs) {
 enum Flow {
     Continue,
     Finish,
+    /// The host could not be read; `refused` when the token was rejected,
+    /// so an upload with it would be refused too.
+    Unreached {
+        refused: bool,
+    },
 }
 
 struct Reporter {
@@ -116,6 +125,12 @@ struct Reporter {
     /// No further stage move is wanted on this boot.
     stage_settled: bool,
     reached_service: bool,
+    failed_lookups: u32,
+    /// The service rejected the logs type: nothing more is sent on this boot.
+    logs_refused: bool,
+    /// The last host lookup was refused (401/403): an upload with the same
+    /// token would be refused too.
+    token_refused: bool,
     uploads: u32,
 }
 
@@ -176,6 +191,9 @@ impl Reporter {
             service_stage: None,
             stage_settled: false,
             reached_service: false,
+            failed_lookups: 0,
+            logs_refused: false,
+            token_refused: false,
             uploads: 0,
             config,
         })
@@ -194,7 +212,7 @@ impl Reporter {
             self.config.infra_env_id,
             self.boot_number,
             self.boot_id,
-            self.config.service_url,
+            self.config.service_url.as_str().trim_end_matches('/'),
             humantime::format_duration(self.config.upload_interval),
             humantime::format_duration(round_secs(self.deadline.saturating_duration_since(Instant::now()))),
         );
@@ -207,16 +225,28 @@ impl Reporter {
                 return;
             }
             if now >= next_cycle {
-                if let Flow::Finish = self.refresh().await {
-                    self.clean_up();
-                    return;
-                }
+                let ship_now = match self.refresh().await {
+                    Flow::Finish => {
+                        self.clean_up();
+                        return;
+                    }
+                    Flow::Continue => {
+                        self.failed_lookups = 0;
+                        self.token_refused = false;
+                        true
+                    }
+                    Flow::Unreached { refused } => {
+                        self.failed_lookups += 1;
+                        self.token_refused = refused;
+                        self.reached_service || self.failed_lookups >= LOOKUPS_BEFORE_SHIPPING_BLIND
+                    }
+                };
                 let reason = if self.uploads == 0 {
                     "first"
                 } else {
                     "interval"
                 };
-                let shipped = self.ship(reason, self.deadline).await;
+                let shipped = ship_now && self.ship(reason, self.deadline).await;
                 let wait = if shipped || self.reached_service {
                     jittered(self.config.upload_interval)
                 } else {
@@ -277,7 +307,11 @@ impl Reporter {
             Ok(host) => host,
             Err(err) => {
                 log_api_error(&err);
-                return Flow::Continue;
+                let refused = matches!(
+                    err.status(),
+                    Some(reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN)
+                );
+                return Flow::Unreached { refused };
             }
         };
         self.reached_service = true;
@@ -387,6 +421,9 @@ impl Reporter {
 
     /// Collects and uploads one bundle; true when the service took it.
     async fn ship(&mut self, reason: &str, deadline: Instant) -> bool {
+        if self.logs_refused || self.token_refused {
+            return false;
+        }
         let Some(cluster_id) = self.cluster_id else {
             tracing::warn!(
                 "no cluster ID known yet (not configured, service not reached): bundle not sent"
@@ -435,9 +472,10 @@ impl Reporter {
                     && err.reason().is_some_and(|r| r.contains("logs_type"))
                 {
                     tracing::warn!(
-                        "this assisted-service does not accept logs of type {:?}; boot logs cannot be shipped to it",
+                        "this assisted-service does not accept logs of type {:?}; no more bundles are sent on this boot",
                         self.config.logs_type
                     );
+                    self.logs_refused = true;
                 }
                 false
             }

@@ -474,6 +474,11 @@ async fn upstream_service_gets_progress_info_fallback_and_host_boot_rejection_is
         uploads.iter().any(|r| status_of(r) == 400),
         "host_boot upload not attempted/rejected: {uploads:?}"
     );
+    assert_eq!(
+        uploads.len(),
+        1,
+        "a rejected logs type is a final answer: no further collection or upload on this boot: {uploads:?}"
+    );
     assert!(
         bundle_of(host, "host_boot").is_none(),
         "upstream mock stored a host_boot bundle: {host}"
@@ -523,6 +528,10 @@ async fn wrong_token_gives_a_clear_401_and_no_retry_storm() {
         "{} API requests in a 3s run with a rejected token: 4xx must not be retried: {requests:?}",
         requests.len()
     );
+    assert!(
+        log_uploads(&requests).is_empty(),
+        "a bundle was sent with a token the host lookup just saw refused: {requests:?}"
+    );
     let state = admin_state(&base).await;
     let host = host_of(&state, HOST_ID);
     assert_eq!(host["current_stage"], "Rebooting", "{host}");
@@ -567,6 +576,21 @@ async fn service_down_at_start_then_up_still_gets_stage_and_bundle() {
     assert!(
         sc.config_dir.join("pull-secret").exists() && !sc.disabled_unit(),
         "first boot cleaned up"
+    );
+    // The first bundle follows the stage report even when the service was
+    // down at first (the configured cluster ID would allow an earlier upload).
+    let requests = api_requests(&base).await;
+    let first_put = progress_puts(&requests)
+        .into_iter()
+        .find(|r| status_of(r) == 200)
+        .map(seq);
+    let first_upload = log_uploads(&requests)
+        .into_iter()
+        .find(|r| (200..300).contains(&status_of(r)))
+        .map(seq);
+    assert!(
+        first_put.is_some() && first_put < first_upload,
+        "first bundle was not after the stage report: {requests:?}"
     );
 
     sc.final_checks(Some(&base)).await;
