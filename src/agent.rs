@@ -505,13 +505,17 @@ impl Reporter {
 }
 
 fn log_api_error(err: &ApiError) {
-    match err.status() {
-        Some(status)
-            if status == reqwest::StatusCode::UNAUTHORIZED
-                || status == reqwest::StatusCode::FORBIDDEN =>
+    match err {
+        ApiError::Status { status, .. }
+            if *status == reqwest::StatusCode::UNAUTHORIZED
+                || *status == reqwest::StatusCode::FORBIDDEN =>
         {
-            tracing::error!("{err}: the agent token was refused; check the pull secret in the discovery contract");
+            tracing::error!(
+                "{err}: the agent token was refused; check the pull secret in the discovery contract"
+            );
         }
+        // Configuration, not weather: say it loudly.
+        ApiError::Tls { .. } => tracing::error!("{err}"),
         _ => tracing::warn!("{err}"),
     }
 }

@@ -54,10 +54,9 @@ impl Uploader {
         meta: &BundleMeta,
         deadline: Option<Instant>,
     ) -> Result<Uploaded, ApiError> {
-        let operation = format!("uploading {} logs", self.target.logs_type);
         self.client
             .retry_policy()
-            .run(&operation, deadline, |_| self.attempt(meta.clone()))
+            .run(deadline, |_| self.attempt(meta.clone()))
             .await
     }
 

@@ -41,6 +41,16 @@ pub enum ApiError {
         #[source]
         source: reqwest::Error,
     },
+    #[error(
+        "{operation}: the service's TLS certificate is not trusted ({detail}); \
+         give the CA that signed it with --cacert or in the discovery contract's ca.crt"
+    )]
+    Tls {
+        operation: String,
+        detail: String,
+        #[source]
+        source: reqwest::Error,
+    },
     #[error("{operation}: the service answered {status}: {reason}")]
     Status {
         operation: String,
@@ -63,7 +73,7 @@ impl ApiError {
                     || *status == StatusCode::TOO_MANY_REQUESTS
                     || status.is_server_error()
             }
-            ApiError::Decode { .. } => false,
+            ApiError::Decode { .. } | ApiError::Tls { .. } => false,
         }
     }
 
@@ -88,7 +98,16 @@ impl ApiError {
         }
     }
 
+    /// A certificate the agent does not trust will not become trusted by
+    /// asking again, so it gets its own, non-retryable kind and a hint.
     fn transport(operation: &str, source: reqwest::Error) -> Self {
+        if let Some(tls) = certificate_error(&source) {
+            return ApiError::Tls {
+                operation: operation.to_owned(),
+                detail: tls,
+                source,
+            };
+        }
         ApiError::Transport {
             operation: operation.to_owned(),
             detail: error_chain(&source),
@@ -193,7 +212,7 @@ impl Client {
         let operation = "listing the infra-env's hosts";
         let hosts = self
             .retry
-            .run(operation, deadline, |_| async {
+            .run(deadline, |_| async {
                 let response = self
                     .request(
                         Method::GET,
@@ -231,7 +250,7 @@ impl Client {
         let operation = format!("setting stage {:?}", progress.current_stage);
         let body = serde_json::to_vec(progress).expect("a struct of strings serializes");
         self.retry
-            .run(&operation, deadline, |_| async {
+            .run(deadline, |_| async {
                 let response = self
                     .request(
                         Method::PUT,
@@ -386,6 +405,29 @@ fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
         at.duration_since(std::time::SystemTime::now())
             .unwrap_or(Duration::ZERO),
     )
+}
+
+fn certificate_error(err: &reqwest::Error) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(mut cause) = source {
+        // hyper-rustls wraps rustls' error in io::Errors (two deep), whose
+        // source() skips the wrapped error itself: unwrap them explicitly.
+        while let Some(inner) = cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            cause = inner;
+        }
+        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+            return matches!(
+                tls,
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+            )
+            .then(|| tls.to_string());
+        }
+        source = cause.source();
+    }
+    None
 }
 
 /// reqwest's top-level message is generic ("error sending request"); the

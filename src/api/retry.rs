@@ -47,12 +47,7 @@ impl RetryPolicy {
 
     /// Runs `op` until it succeeds, fails with a non-retryable error, runs out
     /// of attempts, or the next wait would pass `deadline`.
-    pub async fn run<T, F, Fut>(
-        &self,
-        what: &str,
-        deadline: Option<Instant>,
-        mut op: F,
-    ) -> Result<T, ApiError>
+    pub async fn run<T, F, Fut>(&self, deadline: Option<Instant>, mut op: F) -> Result<T, ApiError>
     where
         F: FnMut(u32) -> Fut,
         Fut: Future<Output = Result<T, ApiError>>,
@@ -68,7 +63,7 @@ impl RetryPolicy {
                         return Err(err);
                     }
                     tracing::warn!(
-                        "{what} failed (attempt {attempt}/{}): {err}; retrying in {}",
+                        "{err} (attempt {attempt}/{}); retrying in {}",
                         self.attempts,
                         humantime::format_duration(round_ms(wait))
                     );
@@ -142,7 +137,7 @@ mod tests {
         };
         let calls = AtomicU32::new(0);
         let result: Result<(), _> = policy
-            .run("op", None, |_| {
+            .run(None, |_| {
                 calls.fetch_add(1, Ordering::SeqCst);
                 async { Err(status(503, None)) }
             })
@@ -153,7 +148,7 @@ mod tests {
         for code in [400, 401, 403, 404, 409] {
             let calls = AtomicU32::new(0);
             let _ = policy
-                .run("op", None, |_| {
+                .run(None, |_| {
                     calls.fetch_add(1, Ordering::SeqCst);
                     async move { Err::<(), _>(status(code, None)) }
                 })
@@ -173,7 +168,7 @@ mod tests {
     async fn succeeds_after_transient_failures_and_respects_the_deadline() {
         let policy = RetryPolicy::default();
         let result = policy
-            .run("op", None, |attempt| async move {
+            .run(None, |attempt| async move {
                 if attempt < 3 {
                     Err(status(502, None))
                 } else {
@@ -186,7 +181,7 @@ mod tests {
         let deadline = Instant::now() + Duration::from_millis(500);
         let calls = AtomicU32::new(0);
         let result: Result<(), _> = policy
-            .run("op", Some(deadline), |_| {
+            .run(Some(deadline), |_| {
                 calls.fetch_add(1, Ordering::SeqCst);
                 async { Err(status(429, Some(Duration::from_secs(5)))) }
             })
