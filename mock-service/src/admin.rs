@@ -15,9 +15,10 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::api::{bundle_filename, serve_bundle};
+use crate::browse::parse_key;
 use crate::error::ApiError;
 use crate::faults::Fault;
-use crate::model::{fmt_time, BundleKey, Stage, World};
+use crate::model::{fmt_time, Mode, Stage, World};
 use crate::requests::RequestRecord;
 use crate::seed::{is_known_status, Seed};
 use crate::store::{self, BundleMeta};
@@ -86,7 +87,10 @@ fn bundles_view(world: &World, cluster_id: Option<Uuid>, host_id: Option<Uuid>) 
         .collect()
 }
 
-pub fn state_json(world: &World) -> Value {
+/// Everything the page and the tests read: hosts with their role's stage
+/// list (as the mode defines it), stage history and bundles; clusters with
+/// their cluster-level bundles; which stages are this project's.
+pub fn state_json(world: &World, mode: Mode) -> Value {
     let hosts: Vec<Value> = world
         .hosts
         .iter()
@@ -102,6 +106,8 @@ pub fn state_json(world: &World) -> Value {
                 "status": h.status,
                 "status_info": h.status_info,
                 "current_stage": h.current_stage.map(Stage::as_str),
+                "progress_stages": h.stages(mode).iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                "installation_percentage": h.installation_percentage(mode),
                 "progress_info": h.progress_info,
                 "stage_started_at": h.stage_started_at.map(fmt_time),
                 "stage_updated_at": h.stage_updated_at.map(fmt_time),
@@ -123,7 +129,17 @@ pub fn state_json(world: &World) -> Value {
             })
         })
         .collect();
+    let new_stages: Vec<&str> = Stage::all(mode)
+        .into_iter()
+        .filter(|s| s.is_enhancement())
+        .map(Stage::as_str)
+        .collect();
     json!({
+        "mode": if mode == Mode::Upstream { "upstream" } else { "enhanced" },
+        "new_stages": new_stages,
+        "agent_auth": world.agent_token.is_some(),
+        "user_auth": world.user_token.is_some(),
+        "now": fmt_time(SystemTime::now()),
         "hosts": hosts,
         "clusters": clusters,
         "infra_envs": world.infra_envs,
@@ -132,7 +148,7 @@ pub fn state_json(world: &World) -> Value {
 
 async fn state(State(st): State<Shared>) -> Json<Value> {
     let world = st.world.lock().unwrap();
-    Json(state_json(&world))
+    Json(state_json(&world, st.mode))
 }
 
 #[derive(Deserialize)]
@@ -203,21 +219,9 @@ async fn clear_requests(State(st): State<Shared>) -> StatusCode {
 /// `cluster` for bundles uploaded without a host.
 async fn download_bundle(
     State(st): State<Shared>,
-    Path((cluster_id, host_id, logs_type)): Path<(Uuid, String, String)>,
+    Path((cluster_id, host_id, logs_type)): Path<(String, String, String)>,
 ) -> Result<Response, ApiError> {
-    let host_id = if host_id == "cluster" {
-        None
-    } else {
-        Some(
-            Uuid::parse_str(&host_id)
-                .map_err(|_| ApiError::bad_request(format!("bad host id {host_id:?}")))?,
-        )
-    };
-    let key = BundleKey {
-        cluster_id,
-        host_id,
-        logs_type,
-    };
+    let key = parse_key(&cluster_id, &host_id, logs_type)?;
     let filename = {
         let world = st.world.lock().unwrap();
         if !world.bundles.contains_key(&key) {

@@ -3,13 +3,14 @@
 //! every public request passes (journal, injected faults).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use axum::body::{Body, Bytes};
 use axum::extract::multipart::MultipartRejection;
-use axum::extract::{DefaultBodyLimit, Multipart, OriginalUri, Path, RawQuery, Request, State};
+use axum::extract::{
+    DefaultBodyLimit, Extension, Multipart, OriginalUri, Path, RawQuery, Request, State,
+};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -23,6 +24,7 @@ use uuid::Uuid;
 use crate::error::{error_body, ApiError};
 use crate::faults::Endpoint;
 use crate::model::{self, BundleKey, Host, ProgressError, Stage, World};
+use crate::requests::BodyCapture;
 use crate::server::ConnKill;
 use crate::store::{self, BundleMeta, TempUpload};
 use crate::Shared;
@@ -195,19 +197,30 @@ async fn gate(State(st): State<Shared>, req: Request, next: Next) -> Response {
         let world = st.world.lock().unwrap();
         auth_class(&world, req.headers(), &q)
     };
-    let body_bytes = Arc::new(AtomicU64::new(0));
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let is_json = content_type
+        .as_deref()
+        .is_some_and(|c| c.starts_with("application/json"));
+    let capture = Arc::new(BodyCapture::new(is_json));
     let mut record = st.journal.begin(
         method.as_str(),
         &full_path,
         &raw_query,
         auth,
-        Arc::clone(&body_bytes),
+        content_type,
+        Arc::clone(&capture),
     );
     let kill = req.extensions().get::<ConnKill>().cloned();
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    // The upload handler adds the multipart field names it meets.
+    parts.extensions.insert(Arc::clone(&capture));
     let counted_body = body.into_data_stream().inspect(move |chunk| {
         if let Ok(b) = chunk {
-            body_bytes.fetch_add(b.len() as u64, Ordering::Relaxed);
+            capture.chunk(b);
         }
     });
     let req = Request::from_parts(parts, Body::from_stream(counted_body));
@@ -442,6 +455,7 @@ async fn upload_logs(
     headers: HeaderMap,
     Path(cluster_id): Path<String>,
     RawQuery(raw): RawQuery,
+    capture: Option<Extension<Arc<BodyCapture>>>,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<StatusCode, ApiError> {
     let q = parse_query(raw.as_deref())?;
@@ -467,6 +481,9 @@ async fn upload_logs(
         ApiError::bad_request(format!("reading the multipart body failed: {e}"))
     };
     while let Some(mut field) = multipart.next_field().await.map_err(multipart_err)? {
+        if let Some(Extension(capture)) = &capture {
+            capture.form_field(field.name().unwrap_or(""));
+        }
         let wanted = field.name() == Some("upfile") && upload.is_none() && !too_large;
         if !wanted {
             while let Some(chunk) = field.chunk().await.map_err(multipart_err)? {

@@ -8,6 +8,7 @@
 
 mod admin;
 mod api;
+mod browse;
 mod error;
 mod faults;
 mod model;
@@ -16,6 +17,7 @@ mod requests;
 mod seed;
 mod server;
 mod store;
+mod timeline;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -121,6 +123,7 @@ fn app(state: Shared) -> Router {
     Router::new()
         .nest(model::API_BASE, api::router(Arc::clone(&state)))
         .merge(admin::router())
+        .merge(browse::router())
         .merge(page::router())
         .with_state(state)
 }

@@ -855,18 +855,177 @@ async fn admin_seed_and_stage_bypass_forward_rule() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
 
-    let page = env
-        .client
-        .get(env.server.base_url())
-        .send()
+    // What the page draws the worker from.
+    let worker = env.host_state(WORKER).await;
+    assert_eq!(worker["status"], "installing-pending-user-action");
+    assert_eq!(worker["progress_stages"].as_array().unwrap().len(), 11);
+    assert_eq!(
+        env.state().await["new_stages"],
+        json!([
+            "Booted with local ignition",
+            "Booted with control plane ignition"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn page_shell_and_its_embedded_assets() {
+    let env = Env::enhanced().await;
+    let get = |path: &str| {
+        env.client
+            .get(format!("{}{path}", env.server.base_url()))
+            .send()
+    };
+    let page = get("/").await.unwrap();
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    let page = page.text().await.unwrap();
+    assert!(page.contains(r#"<script src="/assets/app.js""#));
+    for (path, ctype) in [
+        ("/assets/app.js", "text/javascript; charset=utf-8"),
+        ("/assets/app.css", "text/css; charset=utf-8"),
+    ] {
+        let r = get(path).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        assert_eq!(r.headers()["content-type"], ctype);
+        assert!(!r.text().await.unwrap().is_empty());
+    }
+}
+
+const BOOTKUBE_RECORDS: &[u8] =
+    include_bytes!("../../tests/fixtures/root/var/log/openshift/bootkube.json");
+
+#[tokio::test]
+async fn bundle_browser_routes_read_the_stored_archive() {
+    let env = Env::enhanced().await;
+    let journal = "line\n".repeat(200_000);
+    let manifest = br#"{"format_version":1,"collectors":[{"name":"records","status":"ok"}]}"#;
+    let bundle = tar_gz(&[
+        ("host_boot/records/bootkube.json", BOOTKUBE_RECORDS),
+        ("host_boot/records/empty.json", b""),
+        ("host_boot/journal/this-boot.log", journal.as_bytes()),
+        ("host_boot/system/boot_id", b"\x00\xffbinary"),
+        ("host_boot/manifest.json", manifest),
+    ]);
+    assert_eq!(
+        env.upload(MASTER, "host_boot", bundle).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    let base = env.admin(&format!("/bundles/{CLUSTER}/{MASTER}/host_boot"));
+    let get = |suffix: &str| env.client.get(format!("{base}{suffix}")).send();
+
+    let members: Value = get("/members").await.unwrap().json().await.unwrap();
+    assert_eq!(members["incomplete"], false);
+    assert_eq!(
+        members["members"][2]["path"],
+        "host_boot/journal/this-boot.log"
+    );
+    assert_eq!(members["members"][2]["size"], 1_000_000);
+    assert_eq!(members["members"][2]["kind"], "file");
+
+    let text: Value = get("/member?path=host_boot/journal/this-boot.log")
         .await
         .unwrap()
-        .text()
+        .json()
         .await
         .unwrap();
-    assert!(page.contains("worker-0"));
-    assert!(page.contains("installing-pending-user-action"));
-    assert!(page.contains(r#"content="2""#));
+    assert_eq!(text["truncated"], true);
+    assert_eq!(text["text"].as_str().unwrap().len(), 512 * 1024);
+    let binary: Value = get("/member?path=host_boot/system/boot_id")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (binary["binary"].as_bool(), binary["size"].as_u64()),
+        (Some(true), Some(8))
+    );
+    let missing = get("/member?path=host_boot/nope").await.unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        get("/member").await.unwrap().status(),
+        StatusCode::BAD_REQUEST
+    );
+
+    let m: Value = get("/manifest").await.unwrap().json().await.unwrap();
+    assert_eq!(m["collectors"][0]["name"], "records");
+
+    let t: Value = get("/timeline").await.unwrap().json().await.unwrap();
+    assert_eq!(t["source"], "records");
+    let services: Vec<&str> = t["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(services, ["bootkube", "empty"]);
+    let failed: Vec<&Value> = t["services"][0]["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["result"] == "failure")
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["name"], "mco-bootstrap");
+    assert_eq!(
+        failed[0]["errorLine"],
+        "147 main /usr/local/bin/bootkube.sh"
+    );
+    assert_eq!(t["services"][1]["error"], "empty file");
+
+    // Unknown bundles and keys.
+    let other = env.admin(&format!("/bundles/{CLUSTER}/{WORKER}/host_boot/timeline"));
+    let r = env.client.get(other).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let bad = env.admin(&format!("/bundles/{CLUSTER}/not-a-uuid/host_boot/members"));
+    assert_eq!(
+        env.client.get(bad).send().await.unwrap().status(),
+        StatusCode::BAD_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn bundle_browser_refuses_what_is_not_a_tar_gz() {
+    let env = Env::enhanced().await;
+    env.upload(MASTER, "host", b"plain text, not an archive".to_vec())
+        .await;
+    let r = env
+        .client
+        .get(env.admin(&format!("/bundles/{CLUSTER}/{MASTER}/host/members")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: Value = r.json().await.unwrap();
+    assert!(body["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("not a readable gzip tar"));
+}
+
+#[tokio::test]
+async fn journal_keeps_json_bodies_and_multipart_field_names() {
+    let env = Env::enhanced().await;
+    env.progress(MASTER, "Booted with local ignition", "boot 1")
+        .await;
+    env.upload(MASTER, "host_boot", tar_gz(&[("a", b"b")]))
+        .await;
+    let journal = env.requests().await;
+    assert_eq!(journal[0]["content_type"], "application/json");
+    assert_eq!(
+        journal[0]["body"],
+        json!({"current_stage": "Booted with local ignition", "progress_info": "boot 1"})
+    );
+    assert!(journal[1]["content_type"]
+        .as_str()
+        .unwrap()
+        .starts_with("multipart/form-data; boundary="));
+    assert!(journal[1].get("body").is_none());
+    assert_eq!(journal[1]["form_fields"], json!(["upfile"]));
+    assert!(journal[1]["query"]
+        .as_str()
+        .unwrap()
+        .contains("logs_type=host_boot"));
 }
 
 #[tokio::test]
