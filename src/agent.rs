@@ -21,6 +21,7 @@ use crate::collect::CollectContext;
 use crate::config::Config;
 use crate::kubelet::HealthProbe;
 use crate::ledger::{read_boot_id, read_uptime, Ledger};
+use crate::records;
 use crate::redact::Redactor;
 use crate::stage::{self, Decision};
 use crate::upload::Uploader;
@@ -58,6 +59,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime.shutdown_timeout(Duration::from_secs(2));
             Ok(ExitCode::SUCCESS)
         }
+        // Interactive tools too: their failures exit 1 (`offline::EXIT_TOOL_FAILURE`).
+        Command::Collect(args) => Ok(crate::offline::collect_command(&args)),
+        Command::Inspect(args) => Ok(crate::offline::inspect_command(&args)),
     }
 }
 
@@ -100,6 +104,17 @@ async fn run_service(args: RunArgs) {
     }
 }
 
+/// The stage whose `progress_info` the reporter writes: the boot stage it set,
+/// or, on a service without the new stages, the installer's stage it attached
+/// the boot to. Any other stage's info belongs to the installer.
+struct InfoOwner {
+    stage: String,
+    /// Fixed start of the info (the fallback's boot note), if any.
+    prefix: Option<String>,
+    /// What the service holds from us now.
+    sent: String,
+}
+
 /// What the last look at the service said to do next.
 enum Flow {
     Continue,
@@ -124,6 +139,8 @@ struct Reporter {
     service_stage: Option<String>,
     /// No further stage move is wanted on this boot.
     stage_settled: bool,
+    /// Where this boot's `progress_info` is ours to write, once it is.
+    info_owner: Option<InfoOwner>,
     reached_service: bool,
     failed_lookups: u32,
     /// The service rejected the logs type: nothing more is sent on this boot.
@@ -173,12 +190,15 @@ impl Reporter {
             .iter()
             .flat_map(|c| c.scrub.iter().map(|s| s.expose().to_owned()))
             .collect::<Vec<_>>();
-        let collect = CollectContext {
-            root: config.root.clone(),
-            command_timeout: config.command_timeout,
-            redactor: Redactor::new(secrets),
-            path_env: None,
-        };
+        let mut collect = CollectContext::new(
+            config.root.clone(),
+            config.command_timeout,
+            Redactor::new(secrets),
+        );
+        // Big members wait on disk, not in memory: the state directory is on
+        // the host's disk, where $TMPDIR may be RAM.
+        collect.spill_dir = Some(config.state_dir.clone());
+        collect.kubelet_healthz_url = Some(config.kubelet_healthz_url.to_string());
         Ok(Self {
             cluster_id: config.cluster_id,
             client,
@@ -190,6 +210,7 @@ impl Reporter {
             deadline,
             service_stage: None,
             stage_settled: false,
+            info_owner: None,
             reached_service: false,
             failed_lookups: 0,
             logs_refused: false,
@@ -241,6 +262,9 @@ impl Reporter {
                         self.reached_service || self.failed_lookups >= LOOKUPS_BEFORE_SHIPPING_BLIND
                     }
                 };
+                if ship_now {
+                    self.report_finding().await;
+                }
                 let reason = if self.uploads == 0 {
                     "first"
                 } else {
@@ -345,9 +369,10 @@ impl Reporter {
 
     async fn report_stage(&mut self, host: &Host, target: &'static str) {
         let current = host.current_stage().unwrap_or("none").to_owned();
+        let finding = self.bootstrap_finding();
         let request = HostProgress {
             current_stage: target,
-            progress_info: None,
+            progress_info: finding.as_deref(),
         };
         match self
             .client
@@ -362,6 +387,11 @@ impl Reporter {
             Ok(()) => {
                 tracing::info!("stage set: {current:?} -> {target:?}");
                 self.service_stage = Some(target.to_owned());
+                self.info_owner = Some(InfoOwner {
+                    stage: target.to_owned(),
+                    prefix: None,
+                    sent: finding.unwrap_or_default(),
+                });
                 self.settle(target);
             }
             Err(err) if err.status() == Some(reqwest::StatusCode::BAD_REQUEST) => {
@@ -392,23 +422,94 @@ impl Reporter {
             self.settle(target);
             return;
         };
-        let info = stage::fallback_progress_info(target, self.boot_number);
+        let prefix = stage::fallback_progress_info(target, self.boot_number);
+        let info = match self.bootstrap_finding() {
+            Some(finding) => format!("{prefix}; {finding}"),
+            None => prefix.clone(),
+        };
         let request = HostProgress {
             current_stage: current,
             progress_info: Some(&info),
         };
         match self
             .client
-            .update_progress(self.config.infra_env_id, self.config.host_id, &request, Some(self.deadline))
+            .update_progress(
+                self.config.infra_env_id,
+                self.config.host_id,
+                &request,
+                Some(self.deadline),
+            )
             .await
         {
-            Ok(()) => tracing::warn!(
-                "the service does not know stage {target:?} ({}); reported it as progress info on stage {current:?} instead",
-                rejection.reason().unwrap_or("400")
-            ),
+            Ok(()) => {
+                tracing::warn!(
+                    "the service does not know stage {target:?} ({}); reported it as progress info on stage {current:?} instead",
+                    rejection.reason().unwrap_or("400")
+                );
+                self.info_owner = Some(InfoOwner {
+                    stage: current.to_owned(),
+                    prefix: Some(prefix),
+                    sent: info,
+                });
+            }
             Err(err) => log_api_error(&err),
         }
         self.settle(target);
+    }
+
+    /// Shows the bundle's worst bootstrap finding (e.g. which service and
+    /// stage failed) as `progress_info` on the stage the reporter owns: the
+    /// same stage with new info is always accepted, and it puts the cause in
+    /// the UI before anyone opens a bundle.
+    async fn report_finding(&mut self) {
+        let Some(owner) = &self.info_owner else {
+            return;
+        };
+        let digest = self.bootstrap_finding();
+        let digest = digest.as_deref();
+        if self.service_stage.as_deref() != Some(owner.stage.as_str()) {
+            // The installer moved the host on; that stage's info is not ours.
+            return;
+        }
+        let info = match (&owner.prefix, digest) {
+            (Some(prefix), Some(digest)) => format!("{prefix}; {digest}"),
+            (Some(prefix), None) => prefix.clone(),
+            (None, Some(digest)) => digest.to_owned(),
+            (None, None) => String::new(),
+        };
+        if info == owner.sent {
+            return;
+        }
+        let stage = owner.stage.clone();
+        let request = HostProgress {
+            current_stage: &stage,
+            progress_info: Some(&info),
+        };
+        match self
+            .client
+            .update_progress(
+                self.config.infra_env_id,
+                self.config.host_id,
+                &request,
+                Some(self.deadline),
+            )
+            .await
+        {
+            Ok(()) => {
+                tracing::info!("progress info on {stage:?}: {info:?}");
+                if let Some(owner) = &mut self.info_owner {
+                    owner.sent = info;
+                }
+            }
+            Err(err) => log_api_error(&err),
+        }
+    }
+
+    /// The worst finding in the bootstrap services' records, read from the
+    /// host each time (a few KiB of JSON) so it reaches the UI even when the
+    /// service refuses bundles.
+    fn bootstrap_finding(&self) -> Option<String> {
+        records::summarize_host(&self.config.root).digest
     }
 
     fn settle(&mut self, target: &str) {

@@ -1,43 +1,22 @@
 //! The `host_boot` bundle: one tar.gz with everything the collectors gather
 //! and a `manifest.json` saying what each member is, where it came from and
-//! what was cut, skipped or failed.
+//! what was cut, skipped, redacted or failed.
 //!
-//! Members are streamed: each is collected fully (bounded by the member cap)
-//! and appended before the next is collected, so peak memory is about one
-//! member cap and the output can be a pipe to the network.
+//! Members are streamed: each is gathered into a bounded spool (memory for
+//! small ones, an unlinked temporary file of at most one member cap for big
+//! ones, see `collect::spool`), then copied into the tar stream before the
+//! next is gathered. Peak memory is a few hundred KiB of buffers whatever the
+//! inputs weigh, the output can be a pipe to the network, and the disk never
+//! holds more than one member cap.
 //!
-//! Layout (every path under the top directory `host_boot/`):
-//!
-//! ```text
-//! host_boot/
-//!   records/<service>.json        /var/log/openshift/*.json, raw
-//!   records/done-markers.txt      mtimes of /opt/openshift/*.done
-//!   network/ip-addr.txt           ip -d address show
-//!   network/ip-route.txt          ip route show table all
-//!   network/ip6-route.txt         ip -6 route show table all
-//!   network/ip-link.txt           ip -s -d link show
-//!   network/ip-rule.txt           ip rule show
-//!   network/resolv.conf, hosts, hostname
-//!   mounts/mountinfo              /proc/self/mountinfo
-//!   mounts/findmnt.txt, df-h.txt, lsblk.txt
-//!   system/boot_id, os-release, cmdline
-//!   system/uname.txt              uname -a
-//!   system/failed-units.txt       systemctl list-units --failed --all
-//!   system/summary.json           memory, CPUs, load, uptime, disks
-//!   crio/crictl-ps-a.txt, crictl-pods.txt
-//!   journal/list-boots.txt        journalctl --list-boots
-//!   journal/units/<unit>.log      journalctl -b 0 -u <unit>.service
-//!   journal/this-boot.log         journalctl -b 0
-//!   journal/previous-boot.log     journalctl -b -1
-//!   manifest.json                 always the last member
-//! ```
-//!
-//! Collectors run in that order (small precious members first, journals
-//! last) so the bundle size cap can only ever cut the big journals. Members
-//! that were skipped or produced nothing are not in the archive but are listed
-//! in the manifest with the reason.
+//! Caps: 64 MiB per member, 200 MiB in all (below assisted-service's
+//! 250 MiB upload limit even before compression), and a cap per collector
+//! (`collect::COLLECTORS`). Collectors run in priority order (records,
+//! network, mounts, system, systemd, crio, journal) so the bundle cap can
+//! only ever cut the journals; the manifest comes last and is never cut.
+//! `docs/bundle.md` has the layout, the caps and the redaction rules.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
@@ -49,6 +28,9 @@ use crate::collect::{
     self, Budget, CollectContext, CollectorReport, Sink, Status, BUNDLE_CAP_REASON,
     MEMBER_CAP_REASON,
 };
+
+/// Name of the records collector, whose digest the manifest repeats.
+pub const RECORDS_COLLECTOR: &str = "records";
 
 /// Top directory of every member.
 pub const TOP_DIR: &str = "host_boot";
@@ -109,11 +91,28 @@ pub struct Manifest {
     pub total_bytes: u64,
     /// Members cut or left out by a size cap.
     pub truncated: Vec<TruncatedMember>,
+    /// Secrets replaced in all members.
+    #[serde(default)]
+    pub redactions: usize,
+    /// Bytes written to temporary spill files while building the bundle.
+    #[serde(default)]
+    pub spill_bytes: u64,
+    /// One line naming the worst finding of the bootstrap service records
+    /// (see `records::Summary::digest`), for the service's `progress_info`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records_digest: Option<String>,
 }
 
 impl Manifest {
     pub fn collector(&self, name: &str) -> Option<&CollectorReport> {
         self.collectors.iter().find(|c| c.name == name)
+    }
+
+    /// The records digest: one line (at most 200 characters) naming the
+    /// worst finding of the bootstrap services, `None` when all is well or
+    /// there are no records.
+    pub fn digest(&self) -> Option<&str> {
+        self.records_digest.as_deref()
     }
 }
 
@@ -146,8 +145,9 @@ pub fn write_bundle<W: Write>(
         .context("writing the bundle's top directory")?;
 
     let mut collectors = Vec::with_capacity(collect::COLLECTORS.len());
-    for (name, collector) in collect::COLLECTORS {
-        let report = collect::run_collector(name, *collector, ctx, &mut sink)
+    for spec in collect::COLLECTORS {
+        let name = spec.name;
+        let report = collect::run(spec, ctx, &mut sink)
             .with_context(|| format!("writing the {name} members of the bundle"))?;
         tracing::debug!(
             collector = name,
@@ -164,10 +164,7 @@ pub fn write_bundle<W: Write>(
         .flat_map(|c| &c.files)
         .filter_map(|f| {
             let capped = f.status == Status::Skipped
-                && matches!(
-                    f.reason.as_deref(),
-                    Some(BUNDLE_CAP_REASON | MEMBER_CAP_REASON)
-                );
+                && f.reason.as_deref().is_some_and(collect::is_cap_reason);
             if f.truncated || capped {
                 Some(TruncatedMember {
                     path: f.path.clone(),
@@ -184,6 +181,16 @@ pub fn write_bundle<W: Write>(
         meta: meta.clone(),
         limits: *limits,
         total_bytes: sink.used,
+        redactions: collectors.iter().map(CollectorReport::redactions).sum(),
+        spill_bytes: collectors
+            .iter()
+            .flat_map(|c| &c.files)
+            .map(|f| f.spilled_bytes)
+            .sum(),
+        records_digest: collectors
+            .iter()
+            .find(|c| c.name == RECORDS_COLLECTOR)
+            .and_then(|c| c.digest.clone()),
         collectors,
         truncated,
     };
@@ -191,7 +198,7 @@ pub fn write_bundle<W: Write>(
     json.push(b'\n');
     // Reasons quote commands' stderr; scrub the manifest like any member.
     ctx.redactor.redact(&mut json);
-    sink.append_member(MANIFEST_NAME, &json)
+    sink.append_member(MANIFEST_NAME, json.len() as u64, &mut json.as_slice())
         .context("writing manifest.json")?;
 
     let gz = sink
@@ -227,10 +234,16 @@ impl<W: Write> TarSink<W> {
             .append_data(&mut header, format!("{TOP_DIR}/"), std::io::empty())
     }
 
-    fn append_member(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
-        let mut header = self.header(data.len() as u64, 0o644, tar::EntryType::Regular);
+    fn append_member(&mut self, path: &str, size: u64, data: &mut dyn Read) -> std::io::Result<()> {
+        let mut header = self.header(size, 0o644, tar::EntryType::Regular);
+        // tar pads to the size in the header; a short read would shift every
+        // later member, so insist on exactly `size` bytes.
+        let mut exact = ExactReader {
+            inner: data.take(size),
+            left: size,
+        };
         self.builder
-            .append_data(&mut header, format!("{TOP_DIR}/{path}"), data)
+            .append_data(&mut header, format!("{TOP_DIR}/{path}"), &mut exact)
     }
 }
 
@@ -250,10 +263,29 @@ impl<W: Write> Sink for TarSink<W> {
         }
     }
 
-    fn append(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
-        self.append_member(path, data)?;
-        self.used += data.len() as u64;
+    fn append(&mut self, path: &str, size: u64, data: &mut dyn Read) -> std::io::Result<()> {
+        self.append_member(path, size, data)?;
+        self.used += size;
         Ok(())
+    }
+}
+
+struct ExactReader<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for ExactReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && self.left > 0 && !buf.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("member content ended {} bytes early", self.left),
+            ));
+        }
+        self.left -= n as u64;
+        Ok(n)
     }
 }
 
@@ -261,7 +293,7 @@ impl<W: Write> Sink for TarSink<W> {
 mod tests {
     use super::*;
     use crate::collect::testing::{context, fixture_path, fixtures_bin, script};
-    use std::io::Read as _;
+
     use std::path::Path;
 
     fn meta() -> BundleMeta {
@@ -354,7 +386,7 @@ mod tests {
         let names: Vec<&str> = parsed.collectors.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
             names,
-            ["records", "network", "mounts", "system", "crio", "journal"]
+            ["records", "network", "mounts", "system", "systemd", "crio", "journal"]
         );
 
         // Every archived file in the manifest is in the tar with its size,
@@ -394,7 +426,7 @@ mod tests {
         let with_output = journal
             .files
             .iter()
-            .filter(|f| f.path != "journal/list-boots.txt")
+            .filter(|f| f.path != "journal/list-boots.txt" && f.path != "journal/storage.txt")
             .count();
         assert_eq!(redacted, with_output);
         let mut plain = Vec::new();
@@ -500,10 +532,16 @@ mod tests {
         let ctx = context(Path::new("/nonexistent-root"), Some(empty.path().into()));
         let (manifest, gz) =
             write_bundle(Vec::new(), &ctx, &meta(), &BundleLimits::default()).unwrap();
+        let journal = manifest.collector("journal").unwrap();
         assert_eq!(
-            manifest.collector("journal").unwrap().status,
-            Status::Skipped
+            journal.files[0].reason.as_deref(),
+            Some("journalctl not found on PATH")
         );
+        assert!(journal
+            .files
+            .iter()
+            .filter(|f| f.path != "journal/storage.txt")
+            .all(|f| f.status == Status::Skipped));
         assert_eq!(unpack(&gz).last().unwrap().0, "host_boot/manifest.json");
     }
 }

@@ -31,9 +31,17 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+// Parsed once at start-up: boxing the big variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Report the boot stage and ship boot logs until done (what the systemd unit runs).
     Run(RunArgs),
+    /// Write the same host_boot bundle the agent ships to a file, with no
+    /// service involved (for a support engineer on the host).
+    Collect(crate::offline::CollectArgs),
+    /// Print what matters in a host_boot bundle: collectors, failed units,
+    /// the bootstrap services' timeline, redactions.
+    Inspect(crate::offline::InspectArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -13,6 +13,8 @@ pub mod collect;
 pub mod config;
 pub mod kubelet;
 pub mod ledger;
+pub mod offline;
+pub mod records;
 pub mod redact;
 pub mod stage;
 pub mod upload;

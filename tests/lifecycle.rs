@@ -86,6 +86,13 @@ async fn first_boot_sets_local_ignition_ships_logs_and_keeps_running_until_timeo
     let host = host_of(&state, HOST_ID);
     assert_eq!(host["current_stage"], LOCAL_IGNITION, "{host}");
     assert_eq!(stage_history(host), ["Rebooting", LOCAL_IGNITION], "{host}");
+    // The fixture's bootkube records hold a failed stage: its digest is the
+    // progress_info of the stage the reporter set, visible without a bundle.
+    let info = host["progress_info"].as_str().unwrap_or_default();
+    assert!(
+        info.starts_with("bootkube:") && info.contains("mco-bootstrap failed"),
+        "worst bootstrap finding not reported as progress_info: {info:?}"
+    );
     let uploads = uploads_of(host, "host_boot");
     assert!(
         uploads >= 2,
@@ -457,6 +464,10 @@ async fn upstream_service_gets_progress_info_fallback_and_host_boot_rejection_is
     assert!(
         info.contains(LOCAL_IGNITION),
         "progress_info does not mention the boot: {info:?}: {host}"
+    );
+    assert!(
+        info.contains("mco-bootstrap failed"),
+        "progress_info does not carry the worst bootstrap finding: {info:?}"
     );
 
     let requests = api_requests(&base).await;

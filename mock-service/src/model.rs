@@ -332,7 +332,14 @@ impl Host {
             info.clone_into(&mut self.progress_info);
             self.stage_updated_at = Some(now);
             self.updated_at = now;
-            self.push_history(stage, now);
+            // History is a list of stages; new detail refreshes the current
+            // entry (the service keeps one row per host, not an info log).
+            match self.history.last_mut() {
+                Some(last) if last.stage == stage.as_str() => {
+                    last.progress_info.clone_from(&self.progress_info);
+                }
+                _ => self.push_history(stage, now),
+            }
             return Ok(ProgressOutcome::InfoUpdated);
         }
         if !STAGE_CHANGE_STATUSES.contains(&self.status.as_str()) {

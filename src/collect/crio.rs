@@ -1,14 +1,115 @@
 //! CRI-O's view of the node: every container (exited ones say why a static
-//! pod keeps restarting) and every pod sandbox. CRI-O's own log is the
+//! pod keeps restarting), every pod sandbox, the runtime's own status, its
+//! configuration and the registries configuration (both redacted: proxy
+//! credentials live there), and the pod logs under `/var/log/pods`, newest
+//! first, within a cap of their own. CRI-O's own log is the
 //! `journal/units/crio.log` member of the journal collector.
 
+use std::cmp::Reverse;
 use std::io;
+use std::path::Path;
 
-use super::Members;
+use super::{HostFile, Members, Opts};
+
+const CONFIG_FILES: [(&str, &str); 2] = [
+    ("/etc/crio/crio.conf", "crio/config/crio.conf"),
+    (
+        "/etc/containers/registries.conf",
+        "crio/config/registries.conf",
+    ),
+];
+const CONFIG_DIRS: [(&str, &str); 2] = [
+    ("/etc/crio/crio.conf.d", "crio/config/crio.conf.d"),
+    (
+        "/etc/containers/registries.conf.d",
+        "crio/config/registries.conf.d",
+    ),
+];
+const CONFIG_MAX_BYTES: u64 = 1024 * 1024;
+const PODS_DIR: &str = "/var/log/pods";
+/// All pod logs together; the journal must keep the larger share.
+const PODS_MAX_BYTES: u64 = 32 * 1024 * 1024;
+/// One container log file, newest part.
+const POD_LOG_MAX_BYTES: u64 = 4 * 1024 * 1024;
+/// Files looked at; a node with more has been up far longer than a boot.
+const MAX_POD_LOGS: usize = 400;
 
 pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.command("crio/crictl-ps-a.txt", "crictl", ["ps", "-a"])?;
-    m.command("crio/crictl-pods.txt", "crictl", ["pods"])
+    m.command("crio/crictl-pods.txt", "crictl", ["pods"])?;
+    m.command("crio/crictl-info.txt", "crictl", ["info"])?;
+    let config = Opts::max_bytes(CONFIG_MAX_BYTES);
+    for (host, path) in CONFIG_FILES {
+        if m.ctx().host_path(Path::new(host)).exists() {
+            m.file_with(path, host, config)?;
+        }
+    }
+    for (dir, prefix) in CONFIG_DIRS {
+        if let Ok(files) = m.ctx().list_files(dir) {
+            for file in files.iter().take(100) {
+                m.file_with(&format!("{prefix}/{}", file.name), &file.host, config)?;
+            }
+        }
+    }
+    pod_logs(m)
+}
+
+/// `/var/log/pods/<namespace>_<pod>_<uid>/<container>/<n>.log`, newest
+/// first, until the pod logs' own cap is spent.
+fn pod_logs(m: &mut Members<'_>) -> io::Result<()> {
+    let root = m.ctx().host_path(Path::new(PODS_DIR));
+    let Ok(pods) = std::fs::read_dir(&root) else {
+        m.skip("crio/pods", PODS_DIR, format!("no {PODS_DIR}"));
+        return Ok(());
+    };
+    let mut logs: Vec<(String, HostFile)> = Vec::new();
+    for pod in pods.flatten() {
+        if !pod.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let pod_name = pod.file_name().to_string_lossy().into_owned();
+        let Ok(containers) = std::fs::read_dir(pod.path()) else {
+            continue;
+        };
+        for container in containers.flatten() {
+            if !container.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let container_name = container.file_name().to_string_lossy().into_owned();
+            let dir = format!("{PODS_DIR}/{pod_name}/{container_name}");
+            for file in m.ctx().list_files(&dir).unwrap_or_default() {
+                logs.push((
+                    format!("crio/pods/{pod_name}/{container_name}/{}", file.name),
+                    file,
+                ));
+            }
+        }
+    }
+    logs.sort_by_key(|(_, f)| Reverse(f.mtime));
+    let total = logs.len();
+    let mut spent = 0u64;
+    let mut taken = 0usize;
+    for (path, file) in &logs {
+        let left = PODS_MAX_BYTES.saturating_sub(spent);
+        if left == 0 || taken == MAX_POD_LOGS || m.exhausted() {
+            break;
+        }
+        m.file_with(
+            path,
+            &file.host,
+            Opts::max_bytes(left.min(POD_LOG_MAX_BYTES)),
+        )?;
+        spent += m.last_bytes();
+        taken += 1;
+    }
+    if taken < total {
+        m.note(format!(
+            "{} older pod log file(s) left out (pod logs cap {} MiB, {MAX_POD_LOGS} files)",
+            total - taken,
+            PODS_MAX_BYTES >> 20
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -23,7 +124,7 @@ mod tests {
         let ctx = context(Path::new("/"), Some(fixture_path(None)));
         let mut sink = MemorySink::new(1 << 20, u64::MAX);
         let report = run_collector("crio", collect, &ctx, &mut sink).unwrap();
-        assert_eq!(report.status, Status::Ok);
+        assert_eq!(report.status, Status::Ok, "{report:?}");
         assert!(sink
             .get("crio/crictl-ps-a.txt")
             .unwrap()
@@ -42,7 +143,8 @@ mod tests {
             "crictl",
             "echo 'validate service connection: connect: no such file or directory' >&2; exit 1",
         );
-        let ctx = context(Path::new("/"), Some(fixture_path(Some(bin.path()))));
+        let root = tempfile::tempdir().unwrap();
+        let ctx = context(root.path(), Some(fixture_path(Some(bin.path()))));
         let mut sink = MemorySink::new(1 << 20, u64::MAX);
         let report = run_collector("crio", collect, &ctx, &mut sink).unwrap();
         assert_eq!(report.status, Status::Failed);
@@ -51,5 +153,44 @@ mod tests {
             Some("exit code 1: validate service connection: connect: no such file or directory")
         );
         assert!(sink.members.is_empty());
+    }
+
+    #[test]
+    fn pod_logs_newest_first_within_their_cap() {
+        use std::time::{Duration, SystemTime};
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().join("var/log/pods");
+        let now = SystemTime::now();
+        for (i, pod) in ["ns_old_1", "ns_mid_2", "ns_new_3"].iter().enumerate() {
+            let dir = base.join(pod).join("c");
+            std::fs::create_dir_all(&dir).unwrap();
+            let file = dir.join("0.log");
+            std::fs::write(&file, vec![b'a' + u8::try_from(i).unwrap(); 3 << 20]).unwrap();
+            let f = std::fs::File::options().write(true).open(&file).unwrap();
+            f.set_modified(now - Duration::from_secs(3600 * (3 - i as u64)))
+                .unwrap();
+        }
+        let ctx = context(root.path(), Some(fixture_path(None)));
+        let mut sink = MemorySink::new(64 << 20, u64::MAX);
+        let report = run_collector("crio", collect, &ctx, &mut sink).unwrap();
+        let pods: Vec<&str> = report
+            .files
+            .iter()
+            .filter(|f| f.path.starts_with("crio/pods/"))
+            .map(|f| f.path.as_str())
+            .collect();
+        // 32 MiB would take all three; order is newest first.
+        assert_eq!(
+            pods,
+            [
+                "crio/pods/ns_new_3/c/0.log",
+                "crio/pods/ns_mid_2/c/0.log",
+                "crio/pods/ns_old_1/c/0.log"
+            ]
+        );
+        assert_eq!(
+            sink.get("crio/pods/ns_new_3/c/0.log").unwrap().len(),
+            3 << 20
+        );
     }
 }

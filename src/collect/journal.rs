@@ -1,18 +1,25 @@
-//! The journal: the boot list, one member per unit that matters for an
-//! installation, this boot's whole journal and the previous boot's.
+//! The journal: the boot list, where the journal lives (volatile or
+//! persistent), one member per unit that matters for an installation, this
+//! boot's whole journal and the previous boot's.
+//!
+//! journalctl reads the volatile (`/run/log/journal`) and the persistent
+//! (`/var/log/journal`) journal together, so every member covers both; the
+//! previous boot is only there when the journal was persistent then.
 //!
 //! Order inside the collector follows value per byte, because the bundle
 //! size cap is spent in member order: the boot list and the quiet units
 //! first, then this boot, then the very noisy crio and kubelet, and the
 //! previous boot last (its own bundle was normally sent during that boot).
+//! A journal bigger than its budget keeps its newest part.
 //!
 //! When the context's root is a sysroot, journalctl reads that root's
 //! journal through `--root=`.
 
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::io;
 
-use super::{Captured, Members, Status};
+use super::{Captured, CollectContext, Members, Status};
 
 /// `--all` keeps lines with control characters (kubelet's and crio's colour
 /// codes) instead of `[N blob data]`; the bytes are shipped as they are.
@@ -28,6 +35,7 @@ const QUIET_UNITS: &[&str] = &[
     "approve-csr",
     "crio-configure",
     "NetworkManager",
+    "NetworkManager-wait-online",
     "nodeip-configuration",
     "ovs-configuration",
     "agent",
@@ -37,14 +45,22 @@ const QUIET_UNITS: &[&str] = &[
 /// Units that can log gigabytes; they go after this boot's journal.
 const NOISY_UNITS: &[&str] = &["crio", "kubelet"];
 
-pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
-    let base: Vec<OsString> = if m.ctx().is_live_root() {
+/// Where journald keeps its files: volatile first, then persistent.
+const JOURNAL_DIRS: [&str; 2] = ["/run/log/journal", "/var/log/journal"];
+
+/// `--root=<root>` when the context reads a sysroot.
+pub fn root_args(ctx: &CollectContext) -> Vec<OsString> {
+    if ctx.is_live_root() {
         Vec::new()
     } else {
         let mut root = OsString::from("--root=");
-        root.push(m.ctx().root.as_os_str());
+        root.push(ctx.root.as_os_str());
         vec![root]
-    };
+    }
+}
+
+pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
+    let base = root_args(m.ctx());
     let args = |extra: &[&str]| -> Vec<OsString> {
         base.iter()
             .cloned()
@@ -57,9 +73,19 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
         "journalctl",
         args(&["--list-boots", "--no-pager"]),
     )?;
+    let storage = storage_listing(m.ctx());
+    m.generated(
+        "journal/storage.txt",
+        "journal directories (volatile /run/log/journal, persistent /var/log/journal)",
+        storage.into_bytes(),
+    )?;
     for unit in QUIET_UNITS {
         unit_log(m, &args, unit)?;
     }
+    // Ignition runs in the initramfs, under its own syslog identifier.
+    let mut ignition = vec!["-b", "0", "-t", "ignition"];
+    ignition.extend(OUTPUT);
+    m.command("journal/units/ignition.log", "journalctl", args(&ignition))?;
     let mut this_boot = vec!["-b", "0"];
     this_boot.extend(OUTPUT);
     m.command("journal/this-boot.log", "journalctl", args(&this_boot))?;
@@ -74,6 +100,37 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
         args(&previous),
         no_previous_boot_is_a_skip,
     )
+}
+
+/// Which journal directories exist and how big their files are: says at a
+/// glance whether the journal is persistent (and so whether a previous boot
+/// can be in the bundle).
+fn storage_listing(ctx: &CollectContext) -> String {
+    let mut out = String::new();
+    for dir in JOURNAL_DIRS {
+        let real = ctx.host_path(std::path::Path::new(dir));
+        let Ok(machines) = std::fs::read_dir(&real) else {
+            let _ = writeln!(out, "{dir}: absent");
+            continue;
+        };
+        let mut files = 0u64;
+        let mut bytes = 0u64;
+        for machine in machines.flatten() {
+            let Ok(entries) = std::fs::read_dir(machine.path()) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                if let Ok(meta) = entry.metadata() {
+                    if meta.is_file() {
+                        files += 1;
+                        bytes += meta.len();
+                    }
+                }
+            }
+        }
+        let _ = writeln!(out, "{dir}: {files} files, {bytes} bytes");
+    }
+    out
 }
 
 fn unit_log(
@@ -206,7 +263,7 @@ mod tests {
             .unwrap();
         assert_eq!(this_boot.redactions, 1);
         let data = sink.get("journal/this-boot.log").unwrap();
-        assert!(data.ends_with(b"agent: Authorization: Bearer [REDACTED]\n"));
+        assert!(data.ends_with(b"agent: Authorization: [REDACTED]\n"));
         assert!(sink
             .members
             .iter()

@@ -5,25 +5,31 @@
 //! (`journal/this-boot.log` from `journalctl …`, `network/resolv.conf` from a
 //! host file) and [`Members`] does the rest the same way for all of them:
 //! runs the command with a deadline or reads the file under [`CollectContext::root`],
-//! bounds the content to the budget the [`Sink`] grants (keeping the newest
-//! bytes), scrubs the agent's secrets, hands the finished member to the sink
-//! at once and records a [`FileReport`] for the manifest.
+//! streams the bytes through the redactor into a [`spool::Spool`] bounded by
+//! the budget (keeping the newest bytes), hands the finished member to the
+//! [`Sink`] and records a [`FileReport`] for the manifest.
+//!
+//! Every collector has its own size cap and time limit ([`Collector`]), on
+//! top of the member cap and the bundle cap the sink enforces, so no source
+//! can starve the ones after it of bytes or time.
 //!
 //! Nothing a host does makes a collector fail the bundle: a missing command or
 //! file is `skipped`, a non-zero exit `failed`, a hang `timed_out`. The only
 //! error a collector returns is the sink's own write error, because then there
 //! is no bundle left to put anything in.
 //!
-//! INTERFACE OWNED BY THE LEAD (`CollectContext`); the rest by the collectors work.
+//! `CollectContext` is shared with the agent; the rest belongs to the
+//! collectors.
 
 pub mod crio;
 pub mod journal;
 pub mod mounts;
 pub mod network;
 pub mod records;
+pub mod spool;
 pub mod system;
+pub mod systemd;
 
-use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::fs::File;
@@ -32,11 +38,12 @@ use std::path::{Component, Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::redact::Redactor;
+use crate::redact::{Mode, Redactor, StreamRedactor};
+use spool::Spool;
 
 /// Everything a collector needs to know about the host it reads.
 #[derive(Debug, Clone)]
@@ -45,15 +52,32 @@ pub struct CollectContext {
     pub root: PathBuf,
     /// Longest a single external command may run before it is killed.
     pub command_timeout: Duration,
-    /// Scrubs the agent's own secrets from every collected byte.
+    /// Scrubs secrets from every collected byte.
     pub redactor: Redactor,
     /// PATH used to find external commands; `None` = inherit the agent's.
     /// Tests point it at fixture scripts without touching the process-wide
     /// environment, which parallel tests share.
     pub path_env: Option<OsString>,
+    /// Where members too big for memory wait for the archive (an unlinked
+    /// file of at most one member cap); `None` = `$TMPDIR`.
+    pub spill_dir: Option<PathBuf>,
+    /// kubelet's health endpoint, asked once per bundle; `None` = not asked.
+    pub kubelet_healthz_url: Option<String>,
 }
 
 impl CollectContext {
+    /// A context with no spill directory preference and no kubelet probe.
+    pub fn new(root: PathBuf, command_timeout: Duration, redactor: Redactor) -> Self {
+        Self {
+            root,
+            command_timeout,
+            redactor,
+            path_env: None,
+            spill_dir: None,
+            kubelet_healthz_url: None,
+        }
+    }
+
     /// Whether `root` is the running system's own root, so that commands
     /// which only see the live system (ip, crictl, df) describe the same host
     /// as the files.
@@ -63,6 +87,10 @@ impl CollectContext {
                 .root
                 .components()
                 .all(|c| matches!(c, Component::RootDir | Component::CurDir))
+    }
+
+    pub fn spill_dir(&self) -> PathBuf {
+        self.spill_dir.clone().unwrap_or_else(std::env::temp_dir)
     }
 
     /// Where an absolute host path lives under `root`, following symlinks in
@@ -87,6 +115,40 @@ impl CollectContext {
         }
         join_root(&self.root, &host)
     }
+
+    /// The regular files (and symlinks to them) directly in host directory
+    /// `dir`, sorted by name.
+    pub fn list_files(&self, dir: &str) -> io::Result<Vec<HostFile>> {
+        let real = self.host_path(Path::new(dir));
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(real)?.flatten() {
+            let Ok(meta) = std::fs::metadata(entry.path()) else {
+                continue;
+            };
+            if !meta.is_file() {
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            files.push(HostFile {
+                host: format!("{}/{name}", dir.trim_end_matches('/')),
+                name,
+                bytes: meta.len(),
+                mtime: meta.modified().ok(),
+            });
+        }
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(files)
+    }
+}
+
+/// A file found by [`CollectContext::list_files`].
+#[derive(Debug, Clone)]
+pub struct HostFile {
+    pub name: String,
+    /// Absolute host path (without the root prefix).
+    pub host: String,
+    pub bytes: u64,
+    pub mtime: Option<SystemTime>,
 }
 
 /// Lexically resolves `.` and `..` so that a path can never climb above `/`
@@ -120,6 +182,23 @@ pub enum Status {
     Partial,
 }
 
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+            Status::TimedOut => "timed_out",
+            Status::Partial => "partial",
+        }
+    }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// One member a collector tried to produce.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileReport {
@@ -141,6 +220,9 @@ pub struct FileReport {
     /// Secrets replaced in this member.
     pub redactions: usize,
     pub duration_ms: u64,
+    /// Bytes that went through the temporary spill file.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spilled_bytes: u64,
 }
 
 /// One collector's entry in the manifest.
@@ -153,6 +235,21 @@ pub struct CollectorReport {
     pub bytes: u64,
     pub duration_ms: u64,
     pub files: Vec<FileReport>,
+    /// This collector's own size cap, if it has one below the bundle's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    /// This collector's own time limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_ms: Option<u64>,
+    /// One line naming the worst finding (the records collector's summary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+impl CollectorReport {
+    pub fn redactions(&self) -> usize {
+        self.files.iter().map(|f| f.redactions).sum()
+    }
 }
 
 /// How much the next member may hold, and what limits it, for the manifest.
@@ -164,34 +261,125 @@ pub struct Budget {
 
 pub const MEMBER_CAP_REASON: &str = "member size cap";
 pub const BUNDLE_CAP_REASON: &str = "bundle size cap";
+pub const COLLECTOR_CAP_REASON: &str = "collector size cap";
+pub const TIME_LIMIT_REASON: &str = "collector time limit";
+
+/// Whether a reason names one of the size caps.
+pub fn is_cap_reason(reason: &str) -> bool {
+    [MEMBER_CAP_REASON, BUNDLE_CAP_REASON, COLLECTOR_CAP_REASON]
+        .iter()
+        .any(|cap| reason.starts_with(cap))
+}
 
 /// Where finished members go: the archive writer.
 pub trait Sink {
     /// The most the next member may hold.
     fn budget(&self) -> Budget;
-    /// Adds one complete member (`path` relative to the bundle's top dir).
-    fn append(&mut self, path: &str, data: &[u8]) -> io::Result<()>;
+    /// Adds one complete member (`path` relative to the bundle's top dir) of
+    /// exactly `size` bytes read from `data`.
+    fn append(&mut self, path: &str, size: u64, data: &mut dyn Read) -> io::Result<()>;
 }
 
 pub type CollectFn = fn(&mut Members<'_>) -> io::Result<()>;
 
+/// A collector with its own limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Collector {
+    pub name: &'static str,
+    pub collect: CollectFn,
+    /// Most bytes its members may hold together.
+    pub max_bytes: u64,
+    /// Longest it may run; commands still running then are killed and the
+    /// members not yet started are skipped.
+    pub time_limit: Duration,
+}
+
+const MIB: u64 = 1024 * 1024;
+
 /// Every collector, in bundle order: the small precious ones first and the
-/// big journals last, so a giant journal can only eat its own share of the
-/// bundle size cap.
-pub const COLLECTORS: &[(&str, CollectFn)] = &[
-    ("records", records::collect),
-    ("network", network::collect),
-    ("mounts", mounts::collect),
-    ("system", system::collect),
-    ("crio", crio::collect),
-    ("journal", journal::collect),
+/// big journals last, so the bundle size cap can only ever cut the journals;
+/// each but the journal has a cap of its own so that, say, a pod log storm
+/// cannot eat the journal's share either.
+pub const COLLECTORS: &[Collector] = &[
+    Collector {
+        name: "records",
+        collect: records::collect,
+        max_bytes: 16 * MIB,
+        time_limit: Duration::from_secs(30),
+    },
+    Collector {
+        name: "network",
+        collect: network::collect,
+        max_bytes: 16 * MIB,
+        time_limit: Duration::from_secs(120),
+    },
+    Collector {
+        name: "mounts",
+        collect: mounts::collect,
+        max_bytes: 8 * MIB,
+        time_limit: Duration::from_secs(90),
+    },
+    Collector {
+        name: "system",
+        collect: system::collect,
+        max_bytes: 8 * MIB,
+        time_limit: Duration::from_secs(90),
+    },
+    Collector {
+        name: "systemd",
+        collect: systemd::collect,
+        max_bytes: 24 * MIB,
+        time_limit: Duration::from_secs(180),
+    },
+    Collector {
+        name: "crio",
+        collect: crio::collect,
+        max_bytes: 48 * MIB,
+        time_limit: Duration::from_secs(180),
+    },
+    Collector {
+        name: "journal",
+        collect: journal::collect,
+        max_bytes: u64::MAX,
+        time_limit: Duration::from_secs(600),
+    },
 ];
 
 /// Runs one collector against `sink` and returns its manifest entry. Errs
 /// only when the sink cannot write.
+pub fn run(
+    spec: &Collector,
+    ctx: &CollectContext,
+    sink: &mut dyn Sink,
+) -> io::Result<CollectorReport> {
+    let mut report = run_limited(
+        spec.name,
+        spec.collect,
+        spec.max_bytes,
+        spec.time_limit,
+        ctx,
+        sink,
+    )?;
+    report.max_bytes = (spec.max_bytes != u64::MAX).then_some(spec.max_bytes);
+    report.time_limit_ms = Some(millis(spec.time_limit));
+    Ok(report)
+}
+
+/// Runs a collector with no limits of its own (tests, one-off members).
 pub fn run_collector(
     name: &str,
     collect: CollectFn,
+    ctx: &CollectContext,
+    sink: &mut dyn Sink,
+) -> io::Result<CollectorReport> {
+    run_limited(name, collect, u64::MAX, Duration::MAX, ctx, sink)
+}
+
+fn run_limited(
+    name: &str,
+    collect: CollectFn,
+    max_bytes: u64,
+    time_limit: Duration,
     ctx: &CollectContext,
     sink: &mut dyn Sink,
 ) -> io::Result<CollectorReport> {
@@ -201,9 +389,18 @@ pub fn run_collector(
         sink,
         files: Vec::new(),
         note: None,
+        digest: None,
+        remaining: max_bytes,
+        deadline: started.checked_add(time_limit),
+        time_limit,
     };
     collect(&mut members)?;
-    let Members { files, note, .. } = members;
+    let Members {
+        files,
+        note,
+        digest,
+        ..
+    } = members;
     let (status, reason) = summarize(&files, note);
     Ok(CollectorReport {
         name: name.to_owned(),
@@ -212,6 +409,9 @@ pub fn run_collector(
         bytes: files.iter().map(|f| f.bytes).sum(),
         duration_ms: millis(started.elapsed()),
         files,
+        max_bytes: None,
+        time_limit_ms: None,
+        digest,
     })
 }
 
@@ -268,6 +468,30 @@ fn summarize(files: &[FileReport], note: Option<String>) -> (Status, Option<Stri
     (status, (!reason.is_empty()).then_some(reason))
 }
 
+/// Per-member options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Opts {
+    pub mode: Mode,
+    /// A cap of this member's own, below the others.
+    pub max_bytes: Option<u64>,
+}
+
+impl Opts {
+    pub fn keyfile() -> Self {
+        Self {
+            mode: Mode::Keyfile,
+            max_bytes: None,
+        }
+    }
+
+    pub fn max_bytes(max: u64) -> Self {
+        Self {
+            mode: Mode::Text,
+            max_bytes: Some(max),
+        }
+    }
+}
+
 /// A collector's handle: gathers members into the sink and remembers what
 /// happened to each.
 pub struct Members<'a> {
@@ -275,6 +499,12 @@ pub struct Members<'a> {
     sink: &'a mut dyn Sink,
     files: Vec<FileReport>,
     note: Option<String>,
+    digest: Option<String>,
+    /// Bytes left under the collector's own cap.
+    remaining: u64,
+    /// `None` when the limit is too far away to represent.
+    deadline: Option<Instant>,
+    time_limit: Duration,
 }
 
 impl Members<'_> {
@@ -285,7 +515,56 @@ impl Members<'_> {
     /// A collector-level remark for the manifest (why everything was
     /// skipped, or what was left out on purpose).
     pub fn note(&mut self, note: impl Into<String>) {
-        self.note = Some(note.into());
+        let note = note.into();
+        self.note = Some(match self.note.take() {
+            Some(old) => format!("{old}; {note}"),
+            None => note,
+        });
+    }
+
+    /// The collector's one-line finding, copied into the manifest.
+    pub fn set_digest(&mut self, digest: Option<String>) {
+        self.digest = digest;
+    }
+
+    /// Time left before the collector's limit.
+    pub fn time_left(&self) -> Duration {
+        self.deadline.map_or(Duration::MAX, |d| {
+            d.saturating_duration_since(Instant::now())
+        })
+    }
+
+    /// Bytes the next member may hold.
+    pub fn budget(&self, opts: Opts) -> Budget {
+        let mut budget = self.sink.budget();
+        if self.remaining < budget.bytes {
+            budget = Budget {
+                bytes: self.remaining,
+                reason: COLLECTOR_CAP_REASON,
+            };
+        }
+        if let Some(max) = opts.max_bytes {
+            if max < budget.bytes {
+                budget = Budget {
+                    bytes: max,
+                    reason: MEMBER_CAP_REASON,
+                };
+            }
+        }
+        budget
+    }
+
+    /// Whether the collector has neither bytes nor time left (callers that
+    /// loop over many sources stop early).
+    pub fn exhausted(&self) -> bool {
+        self.budget(Opts::default()).bytes == 0 || self.time_left().is_zero()
+    }
+
+    fn time_limit_reason(&self) -> String {
+        format!(
+            "{TIME_LIMIT_REASON} ({}) reached",
+            humantime::format_duration(self.time_limit)
+        )
     }
 
     /// Runs `program args…` and stores its stdout as `path`.
@@ -310,14 +589,67 @@ impl Members<'_> {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        self.command_full(path, program, args, Opts::default(), adjust)
+    }
+
+    /// Like [`Members::command`], with per-member options.
+    pub fn command_with<I, S>(
+        &mut self,
+        path: &str,
+        program: &str,
+        args: I,
+        opts: Opts,
+    ) -> io::Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.command_full(path, program, args, opts, |_| {})
+    }
+
+    fn command_full<I, S>(
+        &mut self,
+        path: &str,
+        program: &str,
+        args: I,
+        opts: Opts,
+        adjust: impl FnOnce(&mut Captured),
+    ) -> io::Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let source = command_line(program, &args);
-        let budget = self.sink.budget();
+        let budget = self.budget(opts);
         if budget.bytes == 0 {
             self.record_skip(path, source, budget.reason.to_owned());
             return Ok(());
         }
-        let mut captured = capture_command(self.ctx, program, &args, source, budget);
+        let left = self.time_left();
+        if left.is_zero() {
+            let reason = self.time_limit_reason();
+            self.record_skip(path, source, reason);
+            return Ok(());
+        }
+        let (timeout, why) = if left < self.ctx.command_timeout {
+            (left, format!("killed at the {TIME_LIMIT_REASON}"))
+        } else {
+            (
+                self.ctx.command_timeout,
+                format!(
+                    "killed after the {} command timeout",
+                    humantime::format_duration(self.ctx.command_timeout)
+                ),
+            )
+        };
+        let limits = CommandLimits {
+            budget,
+            mode: opts.mode,
+            timeout,
+            timeout_reason: why,
+        };
+        let mut captured = capture_command(self.ctx, program, &args, source, limits);
         adjust(&mut captured);
         self.add(path, captured)
     }
@@ -325,14 +657,23 @@ impl Members<'_> {
     /// Reads the absolute host path `host` under the context's root and
     /// stores it as `path`.
     pub fn file(&mut self, path: &str, host: &str) -> io::Result<()> {
+        self.file_with(path, host, Opts::default())
+    }
+
+    pub fn file_with(&mut self, path: &str, host: &str, opts: Opts) -> io::Result<()> {
         let real = self.ctx.host_path(Path::new(host));
         let source = real.display().to_string();
-        let budget = self.sink.budget();
+        let budget = self.budget(opts);
         if budget.bytes == 0 {
             self.record_skip(path, source, budget.reason.to_owned());
             return Ok(());
         }
-        let captured = capture_file(self.ctx, host, &real, source, budget);
+        if self.time_left().is_zero() {
+            let reason = self.time_limit_reason();
+            self.record_skip(path, source, reason);
+            return Ok(());
+        }
+        let captured = capture_file(self.ctx, host, &real, source, budget, opts.mode);
         self.add(path, captured)
     }
 
@@ -341,17 +682,19 @@ impl Members<'_> {
     pub fn generated(&mut self, path: &str, source: &str, mut data: Vec<u8>) -> io::Result<()> {
         let started = Instant::now();
         let redactions = self.ctx.redactor.redact(&mut data);
-        let budget = self.sink.budget();
+        let budget = self.budget(Opts::default());
         if data.len() as u64 > budget.bytes {
             self.record_skip(path, source.to_owned(), budget.reason.to_owned());
             return Ok(());
         }
+        let mut content = Spool::new(data.len() as u64, &self.ctx.spill_dir());
+        content.write(&data);
         self.add(
             path,
             Captured {
                 source: source.to_owned(),
                 original_bytes: data.len() as u64,
-                data,
+                content,
                 truncated: false,
                 cap_reason: budget.reason,
                 status: Status::Ok,
@@ -361,6 +704,11 @@ impl Members<'_> {
                 duration: started.elapsed(),
             },
         )
+    }
+
+    /// Bytes the last member put in the archive.
+    pub fn last_bytes(&self) -> u64 {
+        self.files.last().map_or(0, |f| f.bytes)
     }
 
     /// Lists a member that was not attempted.
@@ -380,30 +728,37 @@ impl Members<'_> {
             original_bytes: None,
             redactions: 0,
             duration_ms: 0,
+            spilled_bytes: 0,
         });
     }
 
     fn add(&mut self, path: &str, captured: Captured) -> io::Result<()> {
+        let size = captured.content.len();
         let archive = match captured.status {
             Status::Ok | Status::Partial => true,
-            Status::Failed | Status::TimedOut => !captured.data.is_empty(),
+            Status::Failed | Status::TimedOut => size > 0,
             Status::Skipped => false,
         };
         if archive {
-            self.sink.append(path, &captured.data)?;
+            self.sink
+                .append(path, size, &mut captured.content.reader())?;
+            self.remaining = self.remaining.saturating_sub(size);
         }
         let mut reason = captured.reason;
-        if captured.truncated {
-            let note = format!(
-                "{}: kept the last {} of {} bytes",
-                captured.cap_reason,
-                captured.data.len(),
-                captured.original_bytes
-            );
-            reason = Some(match reason {
-                Some(r) => format!("{r}; {note}"),
-                None => note,
+        let mut note = |text: String| {
+            reason = Some(match reason.take() {
+                Some(r) => format!("{r}; {text}"),
+                None => text,
             });
+        };
+        if captured.truncated {
+            note(format!(
+                "{}: kept the last {size} of {} bytes",
+                captured.cap_reason, captured.original_bytes
+            ));
+        }
+        if let Some(problem) = captured.content.problem() {
+            note(problem.to_owned());
         }
         self.files.push(FileReport {
             path: path.to_owned(),
@@ -411,15 +766,12 @@ impl Members<'_> {
             status: captured.status,
             reason,
             archived: archive,
-            bytes: if archive {
-                captured.data.len() as u64
-            } else {
-                0
-            },
+            bytes: if archive { size } else { 0 },
             truncated: archive && captured.truncated,
             original_bytes: captured.truncated.then_some(captured.original_bytes),
             redactions: captured.redactions,
             duration_ms: millis(captured.duration),
+            spilled_bytes: captured.content.spilled(),
         });
         Ok(())
     }
@@ -430,8 +782,10 @@ impl Members<'_> {
 pub struct Captured {
     pub source: String,
     /// Redacted and within budget.
-    pub data: Vec<u8>,
+    pub content: Spool,
+    /// Bytes the source produced (before redaction and capping).
     pub original_bytes: u64,
+    /// Older bytes were dropped to fit the budget.
     pub truncated: bool,
     pub cap_reason: &'static str,
     pub status: Status,
@@ -446,7 +800,7 @@ impl Captured {
     fn without_data(source: String, status: Status, reason: String, started: Instant) -> Self {
         Self {
             source,
-            data: Vec::new(),
+            content: Spool::new(0, Path::new("/")),
             original_bytes: 0,
             truncated: false,
             cap_reason: MEMBER_CAP_REASON,
@@ -472,84 +826,35 @@ fn command_line(program: &str, args: &[OsString]) -> String {
     line
 }
 
-/// Keeps the newest `capacity` bytes of a stream in bounded memory.
-#[derive(Debug)]
-struct TailBuffer {
-    buf: VecDeque<u8>,
-    capacity: usize,
-    seen: u64,
+/// A source's bytes on their way in: redacted line by line, then kept
+/// newest-last in a bounded spool.
+struct Intake {
+    redactor: StreamRedactor,
+    spool: Spool,
+    raw: u64,
 }
 
-impl TailBuffer {
-    fn new(capacity: usize) -> Self {
+impl Intake {
+    fn new(ctx: &CollectContext, budget: Budget, mode: Mode) -> Self {
         Self {
-            buf: VecDeque::new(),
-            capacity,
-            seen: 0,
+            redactor: ctx.redactor.stream(mode),
+            spool: Spool::new(budget.bytes, &ctx.spill_dir()),
+            raw: 0,
         }
     }
 
-    fn push(&mut self, chunk: &[u8]) {
-        self.seen += chunk.len() as u64;
-        if chunk.len() >= self.capacity {
-            self.buf.clear();
-            self.buf
-                .extend(chunk[chunk.len() - self.capacity..].iter().copied());
-            return;
-        }
-        let overflow = (self.buf.len() + chunk.len()).saturating_sub(self.capacity);
-        self.buf.drain(..overflow);
-        let needed = self.buf.len() + chunk.len();
-        if needed > self.buf.capacity() {
-            // Grow geometrically but never past the cap: VecDeque's own
-            // doubling would briefly hold twice the cap for a full journal.
-            let target = needed.max(self.buf.len() * 2).min(self.capacity);
-            self.buf.reserve_exact(target - self.buf.len());
-        }
-        self.buf.extend(chunk.iter().copied());
+    fn push(&mut self, data: &[u8]) {
+        self.raw += data.len() as u64;
+        let spool = &mut self.spool;
+        self.redactor.push(data, &mut |b| spool.write(b));
     }
 
-    /// Whether older bytes were thrown away.
-    fn dropped(&self) -> bool {
-        self.seen > self.buf.len() as u64
+    /// Flushes the last line; returns the content and the redaction count.
+    fn finish(self) -> (Spool, u64, usize) {
+        let mut spool = self.spool;
+        let count = self.redactor.finish(&mut |b| spool.write(b));
+        (spool, self.raw, count)
     }
-
-    fn into_vec(self) -> Vec<u8> {
-        Vec::from(self.buf)
-    }
-}
-
-/// Ring size for a member cap: the cap plus room for one secret, so that a
-/// secret cut by the ring's front edge can be removed whole (see
-/// [`finish_content`]).
-fn ring_capacity(cap: u64, redactor: &Redactor) -> usize {
-    usize::try_from(cap)
-        .unwrap_or(usize::MAX)
-        .saturating_add(redactor.longest_secret())
-}
-
-/// Redacts `data` (the newest bytes of a source) and trims it to `cap`.
-/// Returns the content, the redaction count and whether it was cut.
-fn finish_content(
-    mut data: Vec<u8>,
-    front_dropped: bool,
-    cap: u64,
-    redactor: &Redactor,
-) -> (Vec<u8>, usize, bool) {
-    let redactions = redactor.redact(&mut data);
-    let mut truncated = front_dropped;
-    if front_dropped {
-        // The first bytes may be the end of a secret whose start was
-        // dropped; the redactor cannot recognise a fragment, so drop them too.
-        let fragment = redactor.longest_secret().saturating_sub(1).min(data.len());
-        data.drain(..fragment);
-    }
-    let cap = usize::try_from(cap).unwrap_or(usize::MAX);
-    if data.len() > cap {
-        data.drain(..data.len() - cap);
-        truncated = true;
-    }
-    (data, redactions, truncated)
 }
 
 /// How long to keep reading after the command exited, when something it
@@ -561,6 +866,9 @@ const POLL: Duration = Duration::from_millis(10);
 /// stderr is only for the manifest's reason; a little is enough.
 const STDERR_KEEP: usize = 4096;
 const READ_CHUNK: usize = 64 * 1024;
+/// Read before the tail of a big file so that, after its partial first
+/// line is dropped, the kept part still fills the budget.
+const SEEK_SLACK: u64 = 64 * 1024;
 
 /// A reader thread reached EOF (or failed reading).
 struct ReaderDone(Option<io::Error>);
@@ -572,15 +880,30 @@ enum Ending {
     TimedOut,
 }
 
-/// Runs a command with a deadline; its stdout, bounded to `budget` and
-/// redacted, is the member.
+/// What bounds one command.
+struct CommandLimits {
+    budget: Budget,
+    mode: Mode,
+    timeout: Duration,
+    /// The manifest's reason when `timeout` kills it.
+    timeout_reason: String,
+}
+
+/// Runs a command with a deadline; its stdout, redacted and bounded to
+/// `budget`, is the member.
 fn capture_command(
     ctx: &CollectContext,
     program: &str,
     args: &[OsString],
     source: String,
-    budget: Budget,
+    limits: CommandLimits,
 ) -> Captured {
+    let CommandLimits {
+        budget,
+        mode,
+        timeout,
+        timeout_reason,
+    } = limits;
     let started = Instant::now();
     let mut command = Command::new(program);
     command
@@ -611,14 +934,11 @@ fn capture_command(
         }
     };
 
-    let tail = Arc::new(Mutex::new(TailBuffer::new(ring_capacity(
-        budget.bytes,
-        &ctx.redactor,
-    ))));
+    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode))));
     let stderr_head = Arc::new(Mutex::new(Vec::new()));
     let abandoned = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<ReaderDone>();
-    if let Err(err) = start_readers(&mut child, &tail, &stderr_head, &abandoned, done_tx) {
+    if let Err(err) = start_readers(&mut child, &intake, &stderr_head, &abandoned, done_tx) {
         kill_and_reap(&mut child);
         return Captured::without_data(
             source,
@@ -628,7 +948,7 @@ fn capture_command(
         );
     }
 
-    let deadline = started + ctx.command_timeout;
+    let deadline = started + timeout;
     // Both pipes must reach EOF: stderr carries the reason for a failure.
     let mut open_pipes = 2;
     let mut read_error = None;
@@ -685,32 +1005,19 @@ fn capture_command(
     }
     abandoned.store(true, Ordering::Relaxed);
 
-    let buffer = std::mem::replace(
-        &mut *tail.lock().unwrap_or_else(PoisonError::into_inner),
-        TailBuffer::new(0),
-    );
+    let intake = intake
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+        .expect("only this function takes the intake");
     let mut stderr =
         std::mem::take(&mut *stderr_head.lock().unwrap_or_else(PoisonError::into_inner));
     ctx.redactor.redact(&mut stderr);
     let stderr_head = String::from_utf8_lossy(&stderr).into_owned();
-
-    let original_bytes = buffer.seen;
-    let front_dropped = buffer.dropped();
-    let (data, redactions, truncated) = finish_content(
-        buffer.into_vec(),
-        front_dropped,
-        budget.bytes,
-        &ctx.redactor,
-    );
+    let (content, original_bytes, redactions) = intake.finish();
 
     let (status, mut reason) = match ending {
-        Ending::TimedOut => (
-            Status::TimedOut,
-            Some(format!(
-                "killed after the {} command timeout",
-                humantime::format_duration(ctx.command_timeout)
-            )),
-        ),
+        Ending::TimedOut => (Status::TimedOut, Some(timeout_reason)),
         Ending::Finished(exit) => exit_outcome(exit, &stderr_head),
         Ending::PipeHeld(exit) => {
             let (status, reason) = exit_outcome(exit, &stderr_head);
@@ -727,9 +1034,9 @@ fn capture_command(
     }
     Captured {
         source,
-        data,
+        truncated: content.truncated(),
+        content,
         original_bytes,
-        truncated,
         cap_reason: budget.reason,
         status,
         reason,
@@ -785,7 +1092,7 @@ pub fn first_line(text: &str) -> Option<String> {
 /// grandchild keeps the pipes open after the command is gone.
 fn start_readers(
     child: &mut Child,
-    tail: &Arc<Mutex<TailBuffer>>,
+    intake: &Arc<Mutex<Option<Intake>>>,
     stderr_head: &Arc<Mutex<Vec<u8>>>,
     abandoned: &Arc<AtomicBool>,
     done: mpsc::Sender<ReaderDone>,
@@ -799,7 +1106,7 @@ fn start_readers(
         .take()
         .ok_or_else(|| io::Error::other("stderr was not captured"))?;
 
-    let tail = Arc::clone(tail);
+    let intake = Arc::clone(intake);
     let stop = Arc::clone(abandoned);
     let stdout_done = done.clone();
     std::thread::Builder::new()
@@ -813,9 +1120,11 @@ fn start_readers(
                         if stop.load(Ordering::Relaxed) {
                             break None;
                         }
-                        tail.lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .push(&chunk[..n]);
+                        let mut guard = intake.lock().unwrap_or_else(PoisonError::into_inner);
+                        match guard.as_mut() {
+                            Some(intake) => intake.push(&chunk[..n]),
+                            None => break None,
+                        }
                     }
                     Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                     Err(err) => break Some(err),
@@ -869,6 +1178,7 @@ fn capture_file(
     real: &Path,
     source: String,
     budget: Budget,
+    mode: Mode,
 ) -> Captured {
     let started = Instant::now();
     let open = File::open(real).and_then(|f| {
@@ -903,24 +1213,27 @@ fn capture_file(
         );
     }
 
-    let capacity = ring_capacity(budget.bytes, &ctx.redactor);
+    let mut intake = Intake::new(ctx, budget, mode);
     let mut skipped_bytes = 0u64;
-    if meta.len() > capacity as u64 {
-        let offset = meta.len() - capacity as u64;
+    let window = budget.bytes.saturating_add(SEEK_SLACK);
+    if meta.len() > window {
+        let offset = meta.len() - window;
         if file.seek(SeekFrom::Start(offset)).is_ok() {
             skipped_bytes = offset;
+            // The first line read is a fragment whose start (perhaps a
+            // secret's key) is gone: drop it rather than guess.
+            intake.redactor.start_mid_line();
         }
     }
     // A file that grows while we read (a live log) must not keep us reading
     // forever: stop after twice what we can keep.
-    let read_limit = (capacity as u64).saturating_mul(2);
-    let mut tail = TailBuffer::new(capacity);
+    let read_limit = window.saturating_mul(2);
     let mut chunk = vec![0u8; READ_CHUNK];
     let mut read_error = None;
-    while tail.seen < read_limit {
+    while intake.raw < read_limit {
         match file.read(&mut chunk) {
             Ok(0) => break,
-            Ok(n) => tail.push(&chunk[..n]),
+            Ok(n) => intake.push(&chunk[..n]),
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
             Err(err) => {
                 read_error = Some(err);
@@ -928,13 +1241,10 @@ fn capture_file(
             }
         }
     }
-    let original_bytes = skipped_bytes + tail.seen;
-    let front_dropped = skipped_bytes > 0 || tail.dropped();
-    let (data, redactions, truncated) =
-        finish_content(tail.into_vec(), front_dropped, budget.bytes, &ctx.redactor);
+    let (content, raw, redactions) = intake.finish();
     let (status, reason) = match read_error {
         None => (Status::Ok, None),
-        Some(err) if data.is_empty() => (Status::Failed, Some(format!("reading {host}: {err}"))),
+        Some(err) if content.is_empty() => (Status::Failed, Some(format!("reading {host}: {err}"))),
         Some(err) => (
             Status::Partial,
             Some(format!("reading {host} stopped early: {err}")),
@@ -942,9 +1252,9 @@ fn capture_file(
     };
     Captured {
         source,
-        data,
-        original_bytes,
-        truncated,
+        truncated: skipped_bytes > 0 || content.truncated(),
+        content,
+        original_bytes: skipped_bytes + raw,
         cap_reason: budget.reason,
         status,
         reason,
@@ -961,7 +1271,7 @@ pub(crate) mod testing {
     use super::{Budget, CollectContext, Sink, BUNDLE_CAP_REASON, MEMBER_CAP_REASON};
     use crate::redact::Redactor;
     use std::ffi::OsString;
-    use std::io;
+    use std::io::{self, Read};
     use std::path::{Path, PathBuf};
     use std::time::Duration;
 
@@ -1006,9 +1316,16 @@ pub(crate) mod testing {
             }
         }
 
-        fn append(&mut self, path: &str, data: &[u8]) -> io::Result<()> {
-            self.used += data.len() as u64;
-            self.members.push((path.to_owned(), data.to_vec()));
+        fn append(&mut self, path: &str, size: u64, data: &mut dyn Read) -> io::Result<()> {
+            let mut buf = Vec::new();
+            data.read_to_end(&mut buf)?;
+            assert_eq!(
+                buf.len() as u64,
+                size,
+                "{path}: size announced != bytes read"
+            );
+            self.used += size;
+            self.members.push((path.to_owned(), buf));
             Ok(())
         }
     }
@@ -1028,12 +1345,13 @@ pub(crate) mod testing {
     }
 
     pub fn context(root: &Path, path_env: Option<OsString>) -> CollectContext {
-        CollectContext {
-            root: root.to_path_buf(),
-            command_timeout: Duration::from_secs(20),
-            redactor: Redactor::new(["sekrit-token-1234567890"]),
-            path_env,
-        }
+        let mut ctx = CollectContext::new(
+            root.to_path_buf(),
+            Duration::from_secs(20),
+            Redactor::new(["sekrit-token-1234567890"]),
+        );
+        ctx.path_env = path_env;
+        ctx
     }
 
     /// Writes an executable `sh` script named `name` into `dir`.
@@ -1052,19 +1370,6 @@ mod tests {
 
     fn run(ctx: &CollectContext, sink: &mut MemorySink, f: CollectFn) -> CollectorReport {
         run_collector("test", f, ctx, sink).expect("memory sink never fails")
-    }
-
-    #[test]
-    fn tail_buffer_keeps_newest_bytes_within_capacity() {
-        let mut tail = TailBuffer::new(5);
-        tail.push(b"abc");
-        tail.push(b"defg");
-        assert_eq!(tail.buf.iter().copied().collect::<Vec<_>>(), b"cdefg");
-        tail.push(b"0123456789");
-        assert!(tail.buf.capacity() < 64);
-        assert_eq!(tail.seen, 17);
-        assert!(tail.dropped());
-        assert_eq!(tail.into_vec(), b"56789");
     }
 
     #[test]
@@ -1298,5 +1603,98 @@ mod tests {
             ctx.host_path(Path::new("/etc/x")),
             PathBuf::from("/sysroot/etc/x")
         );
+    }
+    #[test]
+    fn collector_cap_and_time_limit_are_enforced_and_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        script(tmp.path(), "hang", "echo started; exec sleep 30");
+        let ctx = context(Path::new("/"), Some(fixture_path(Some(tmp.path()))));
+        let spec = Collector {
+            name: "limited",
+            collect: |m| {
+                m.command("a.txt", "sh", ["-c", "printf 0123456789"])?;
+                m.command("b.txt", "sh", ["-c", "printf abcdefghij"])?;
+                m.command("c.txt", "hang", [""; 0])?;
+                m.command("d.txt", "sh", ["-c", "echo never"])
+            },
+            max_bytes: 15,
+            time_limit: Duration::from_millis(700),
+        };
+        let mut sink = MemorySink::new(1 << 20, u64::MAX);
+        let started = Instant::now();
+        let report = super::run(&spec, &ctx, &mut sink).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(sink.get("a.txt").unwrap(), b"0123456789");
+        assert_eq!(sink.get("b.txt").unwrap(), b"fghij");
+        let b = &report.files[1];
+        assert!(b.truncated);
+        assert!(
+            b.reason
+                .as_deref()
+                .unwrap()
+                .starts_with(COLLECTOR_CAP_REASON),
+            "{b:?}"
+        );
+        // Out of bytes: c is skipped without running, and so is d.
+        assert_eq!(report.files[2].status, Status::Skipped);
+        assert_eq!(
+            report.files[2].reason.as_deref(),
+            Some(COLLECTOR_CAP_REASON)
+        );
+        assert_eq!(report.max_bytes, Some(15));
+        assert_eq!(report.time_limit_ms, Some(700));
+
+        let spec = Collector {
+            max_bytes: u64::MAX,
+            ..spec
+        };
+        let mut sink = MemorySink::new(1 << 20, u64::MAX);
+        let report = super::run(&spec, &ctx, &mut sink).unwrap();
+        let c = &report.files[2];
+        assert_eq!(c.status, Status::TimedOut, "{c:?}");
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("killed at the collector time limit")
+        );
+        assert_eq!(sink.get("c.txt").unwrap(), b"started\n");
+        let d = &report.files[3];
+        assert_eq!(d.status, Status::Skipped);
+        assert_eq!(
+            d.reason.as_deref(),
+            Some("collector time limit (700ms) reached")
+        );
+    }
+
+    #[test]
+    fn big_command_output_spills_to_disk_and_keeps_the_tail() {
+        let spill = tempfile::tempdir().unwrap();
+        let mut ctx = context(Path::new("/"), None);
+        ctx.spill_dir = Some(spill.path().to_path_buf());
+        let mut sink = MemorySink::new(2 << 20, u64::MAX);
+        // 8 MiB of numbered lines, a secret in the middle of a line near the end.
+        let report = run_collector(
+            "big",
+            |m| {
+                m.command(
+                    "big.txt",
+                    "sh",
+                    [
+                        "-c",
+                        "seq 1 1200000; echo 'x password=hunter22 y'; echo last",
+                    ],
+                )
+            },
+            &ctx,
+            &mut sink,
+        )
+        .unwrap();
+        let file = &report.files[0];
+        assert!(file.truncated);
+        assert_eq!(file.bytes, 2 << 20);
+        assert!(file.spilled_bytes > 2 << 20, "{file:?}");
+        assert_eq!(file.redactions, 1);
+        let data = sink.get("big.txt").unwrap();
+        assert!(data.ends_with(b"1200000\nx password=[REDACTED] y\nlast\n"));
+        assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0);
     }
 }

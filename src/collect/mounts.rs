@@ -1,5 +1,5 @@
-//! Mounts and disks: the kernel's mount table, `findmnt`, free space and the
-//! block device tree. A full `/var` or a missing mount stops crio and kubelet
+//! Mounts and disks: the kernel's mount table, `findmnt`, free space and
+//! inodes, and the block device tree. A full `/var` or a missing mount stops crio and kubelet
 //! on a first boot without saying much in their own logs.
 
 use std::io;
@@ -10,10 +10,11 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.file("mounts/mountinfo", "/proc/self/mountinfo")?;
     m.command("mounts/findmnt.txt", "findmnt", ["--list"])?;
     m.command("mounts/df-h.txt", "df", ["-h"])?;
+    m.command("mounts/df-i.txt", "df", ["-i"])?;
     m.command(
         "mounts/lsblk.txt",
         "lsblk",
-        ["-o", "NAME,SIZE,TYPE,FSTYPE,MOUNTPOINT,LABEL"],
+        ["-o", "NAME,SIZE,TYPE,FSTYPE,MOUNTPOINT,LABEL,UUID,RO,MODEL"],
     )
 }
 

@@ -1,114 +1,132 @@
 //! Bootstrap service records: the `/var/log/openshift/<service>.json` files
 //! that bootkube, release-image, approve-csr and friends write about their
-//! own progress, copied raw (a later parser summarises them), plus the
-//! timeline bootkube leaves as `/opt/openshift/<stage>.done` markers.
+//! own progress, copied raw, the timeline bootkube leaves as
+//! `/opt/openshift/<stage>.done` markers, and `records/summary.json`: the
+//! parsed timeline of every service ([`crate::records::Summary`]), always
+//! present, whose digest becomes the collector's digest in the manifest.
 //!
 //! The directory is optional: on a multi-node install the bootstrap host ran
 //! these services before it wrote its disk, so after the reboot they are gone.
 
 use std::fmt::Write as _;
-use std::io;
+use std::io::{self, Read as _};
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 use super::Members;
+use crate::records::{DoneMarker, Summary, PARSE_LIMIT, RECORDS_DIR};
 
-const RECORDS_DIR: &str = "/var/log/openshift";
 const MARKERS_DIR: &str = "/opt/openshift";
 
 pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
-    let dir = m.ctx().host_path(Path::new(RECORDS_DIR));
-    match std::fs::read_dir(&dir) {
-        Ok(entries) => {
+    let mut summary = Summary::default();
+    match m.ctx().list_files(RECORDS_DIR) {
+        Ok(files) => {
+            summary.records_dir_present = true;
             let mut records = Vec::new();
             let mut stale = Vec::new();
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let path = Path::new(&name);
+            for file in files {
+                let path = Path::new(&file.name);
                 // A `.json.tmp` is a rewrite that never got renamed into
                 // place: its content is older or torn, and the `.json` beside
                 // it is the record. The writer names them in lower case.
                 if has_extension(path, "tmp")
                     && has_extension(Path::new(path.file_stem().unwrap_or_default()), "json")
                 {
-                    stale.push(name);
-                } else if has_extension(path, "json")
-                    && entry
-                        .file_type()
-                        .is_ok_and(|t| t.is_file() || t.is_symlink())
-                {
-                    records.push(name);
+                    stale.push(file.name);
+                } else if has_extension(path, "json") {
+                    records.push(file);
                 }
             }
-            records.sort();
-            stale.sort();
             if !stale.is_empty() {
+                let list = stale.join(", ");
                 m.note(format!(
-                    "ignored {} stale temporary record(s): {}",
-                    stale.len(),
-                    stale.join(", ")
+                    "ignored {} stale temporary record(s): {list}",
+                    stale.len()
+                ));
+                summary.problems.push(format!(
+                    "stale temporary record(s) ignored (an interrupted rewrite): {list}"
                 ));
             }
             if records.is_empty() {
                 m.note(format!("no *.json records in {RECORDS_DIR}"));
             }
-            for name in records {
-                m.file(&format!("records/{name}"), &format!("{RECORDS_DIR}/{name}"))?;
+            for file in records {
+                m.file(&format!("records/{}", file.name), &file.host)?;
+                match read_limited(&m.ctx().host_path(Path::new(&file.host))) {
+                    Ok(data) => summary.add_file(&file.name, &data),
+                    Err(err) => summary
+                        .problems
+                        .push(format!("{}: cannot read: {err}", file.name)),
+                }
             }
         }
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
-            m.note(format!(
-                "no {RECORDS_DIR} (normal after the bootstrap host rebooted)"
-            ));
+            let reason = format!("no {RECORDS_DIR} (normal after the bootstrap host rebooted)");
+            m.skip("records/*.json", RECORDS_DIR, reason.clone());
+            m.note(reason);
         }
         Err(err) => {
-            m.skip(
-                "records",
-                &dir.display().to_string(),
-                format!("cannot list {RECORDS_DIR}: {err}"),
-            );
+            let reason = format!("cannot list {RECORDS_DIR}: {err}");
+            summary.problems.push(reason.clone());
+            m.skip("records", RECORDS_DIR, reason);
         }
     }
-    done_markers(m)
+    summary.done_markers = done_markers(m)?;
+    summary.finish();
+    m.set_digest(summary.digest.clone());
+    let mut json = serde_json::to_vec_pretty(&summary).unwrap_or_default();
+    json.push(b'\n');
+    m.generated(
+        "records/summary.json",
+        "parsed /var/log/openshift/*.json and /opt/openshift/*.done",
+        json,
+    )
+}
+
+fn read_limited(path: &Path) -> io::Result<Vec<u8>> {
+    let mut data = Vec::new();
+    std::fs::File::open(path)?
+        .take(PARSE_LIMIT)
+        .read_to_end(&mut data)?;
+    Ok(data)
 }
 
 /// bootkube touches `<stage>.done` after each stage; the mtimes say how far
 /// it got and how long each stage took.
-fn done_markers(m: &mut Members<'_>) -> io::Result<()> {
-    let dir = m.ctx().host_path(Path::new(MARKERS_DIR));
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(());
+fn done_markers(m: &mut Members<'_>) -> io::Result<Vec<DoneMarker>> {
+    let Ok(files) = m.ctx().list_files(MARKERS_DIR) else {
+        return Ok(Vec::new());
     };
-    let mut markers: Vec<(u64, String)> = entries
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !has_extension(Path::new(&name), "done") {
-                return None;
-            }
-            let mtime = entry.metadata().ok()?.modified().ok()?;
-            let secs = mtime.duration_since(UNIX_EPOCH).ok()?.as_secs();
-            Some((secs, name))
+    let mut markers: Vec<(u64, String)> = files
+        .into_iter()
+        .filter(|f| has_extension(Path::new(&f.name), "done"))
+        .filter_map(|f| {
+            let secs = f.mtime?.duration_since(UNIX_EPOCH).ok()?.as_secs();
+            Some((secs, f.name))
         })
         .collect();
     if markers.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     markers.sort();
     let mut listing = String::from("# mtime (UTC)\tmarker\n");
+    let mut parsed = Vec::new();
     for (secs, name) in markers {
         let when = UNIX_EPOCH + std::time::Duration::from_secs(secs);
-        let _ = writeln!(
-            listing,
-            "{}\t{name}",
-            humantime::format_rfc3339_seconds(when)
-        );
+        let mtime = humantime::format_rfc3339_seconds(when).to_string();
+        let _ = writeln!(listing, "{mtime}\t{name}");
+        parsed.push(DoneMarker {
+            stage: name.strip_suffix(".done").unwrap_or(&name).to_owned(),
+            mtime,
+        });
     }
     m.generated(
         "records/done-markers.txt",
         &format!("{MARKERS_DIR}/*.done modification times"),
         listing.into_bytes(),
-    )
+    )?;
+    Ok(parsed)
 }
 
 fn has_extension(path: &Path, extension: &str) -> bool {
@@ -122,7 +140,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn copies_json_records_sorted_and_notes_stale_temporaries() {
+    fn copies_json_records_sorted_and_summarises_them() {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("var/log/openshift");
         std::fs::create_dir_all(&dir).unwrap();
@@ -144,7 +162,8 @@ mod tests {
             [
                 "records/bootkube.json",
                 "records/kubelet.json",
-                "records/done-markers.txt"
+                "records/done-markers.txt",
+                "records/summary.json"
             ]
         );
         assert_eq!(report.status, Status::Ok);
@@ -157,20 +176,52 @@ mod tests {
         let listing =
             String::from_utf8(sink.get("records/done-markers.txt").unwrap().to_vec()).unwrap();
         assert!(listing.contains("Z\tcvo-bootstrap.done\n"), "{listing}");
+
+        let summary: Summary =
+            serde_json::from_slice(sink.get("records/summary.json").unwrap()).unwrap();
+        assert!(summary.records_dir_present);
+        assert_eq!(summary.services.len(), 1);
+        assert_eq!(summary.done_markers[0].stage, "cvo-bootstrap");
+        assert!(summary
+            .problems
+            .iter()
+            .any(|p| p.contains("bootkube.json.tmp")));
+        assert!(summary
+            .problems
+            .iter()
+            .any(|p| p.starts_with("bootkube.json: not a JSON array")));
+        assert_eq!(report.digest, summary.digest);
+        // kubelet only started: the worst finding is the stale temporary.
+        assert!(
+            report
+                .digest
+                .as_deref()
+                .unwrap()
+                .starts_with("records: stale temporary"),
+            "{:?}",
+            report.digest
+        );
     }
 
     #[test]
-    fn absent_directory_is_skipped_with_the_reason() {
+    fn absent_directory_is_skipped_with_the_reason_and_still_summarised() {
         let root = tempfile::tempdir().unwrap();
         let ctx = context(root.path(), None);
         let mut sink = MemorySink::new(1 << 20, u64::MAX);
         let report = run_collector("records", collect, &ctx, &mut sink).unwrap();
-        assert_eq!(report.status, Status::Skipped);
+        // The records are skipped, not failed; the summary is still made.
+        assert_eq!(report.status, Status::Ok);
+        assert_eq!(report.files[0].path, "records/*.json");
+        assert_eq!(report.files[0].status, Status::Skipped);
         assert_eq!(
             report.reason.as_deref(),
             Some("no /var/log/openshift (normal after the bootstrap host rebooted)")
         );
-        assert!(report.files.is_empty());
-        assert!(sink.members.is_empty());
+        let summary: Summary =
+            serde_json::from_slice(sink.get("records/summary.json").unwrap()).unwrap();
+        assert!(!summary.records_dir_present);
+        assert!(summary.services.is_empty());
+        assert_eq!(report.digest, None);
+        assert_eq!(sink.members.len(), 1);
     }
 }

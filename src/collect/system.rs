@@ -1,6 +1,7 @@
-//! The host itself: which boot this is (`boot_id`), which OS and kernel, the
-//! kernel command line, failed units, and a `summary.json` of memory, CPUs,
-//! load, uptime and disk space from sysinfo.
+//! The host itself: which boot this is (`boot_id`), which OS and kernel,
+//! the kernel command line, uptime, CPU and memory, the clock's state (a
+//! clock far off breaks every TLS handshake of an installation), and a
+//! `summary.json` of memory, CPUs, load, uptime and disk space from sysinfo.
 //!
 //! sysinfo and the commands always describe the running machine; when the
 //! context's root is a sysroot, `summary.json` says so with
@@ -17,12 +18,17 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.file("system/boot_id", "/proc/sys/kernel/random/boot_id")?;
     m.file("system/os-release", "/etc/os-release")?;
     m.file("system/cmdline", "/proc/cmdline")?;
+    m.file("system/uptime", "/proc/uptime")?;
+    m.file("system/meminfo", "/proc/meminfo")?;
+    m.file("system/cpuinfo", "/proc/cpuinfo")?;
     m.command("system/uname.txt", "uname", ["-a"])?;
     m.command(
-        "system/failed-units.txt",
-        "systemctl",
-        ["list-units", "--failed", "--all", "--no-pager"],
+        "system/timedatectl.txt",
+        "timedatectl",
+        ["status", "--no-pager"],
     )?;
+    m.command("system/chronyc-tracking.txt", "chronyc", ["-n", "tracking"])?;
+    m.command("system/chronyc-sources.txt", "chronyc", ["-n", "sources"])?;
     let summary = summary(&m.ctx().root.display().to_string(), m.ctx().is_live_root());
     let mut data = serde_json::to_vec_pretty(&summary).unwrap_or_default();
     data.push(b'\n');

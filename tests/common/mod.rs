@@ -566,6 +566,9 @@ pub struct AgentOpts {
     /// Extra environment of the child (on top of the clean one).
     pub env: Vec<(String, String)>,
     pub deadline: Duration,
+    /// Runs this instead of the test build, e.g. `[qemu-aarch64-static, BINARY]`
+    /// for a cross-built binary (tests/qemu_arch.rs).
+    pub program: Option<Vec<PathBuf>>,
 }
 
 impl Default for AgentOpts {
@@ -578,6 +581,7 @@ impl Default for AgentOpts {
             raw_args: None,
             env: Vec::new(),
             deadline: HARD_DEADLINE,
+            program: None,
         }
     }
 }
@@ -589,6 +593,13 @@ pub struct Running {
     deadline: Duration,
     stdout: tokio::task::JoinHandle<Vec<u8>>,
     stderr: tokio::task::JoinHandle<Vec<u8>>,
+}
+
+impl Running {
+    /// The agent's process ID while it runs (for `/proc` scans and SIGKILL).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
 }
 
 fn drain<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
@@ -794,7 +805,14 @@ impl Scenario {
             "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
             fake_bin().display()
         );
-        let mut cmd = tokio::process::Command::new(agent_bin());
+        let mut cmd = match opts.program.as_deref() {
+            Some([program, first_args @ ..]) => {
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(first_args);
+                cmd
+            }
+            _ => tokio::process::Command::new(agent_bin()),
+        };
         cmd.args(self.args(opts))
             .env_clear()
             .env("PATH", path)

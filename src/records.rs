@@ -1,0 +1,916 @@
+//! Bootstrap service records: the `/var/log/openshift/<service>.json` files
+//! that bootkube, release-image, kubelet's pre-commands and friends write
+//! about their own progress, turned into a per-service timeline.
+//!
+//! Each file is one JSON array of entries (`timestamp`, `phase`, `stage`,
+//! `preCommand`, `postCommand`, `result`, `errorLine`, `errorMessage`). Real
+//! hosts leave worse: empty files, stale `*.json.tmp`, arrays cut mid-entry
+//! by a reboot, starts with no end (a killed service), and many repeated
+//! `service start`s from `Restart=on-failure`. The parser never fails: it
+//! salvages every complete entry before a break and names each problem, so
+//! the summary is always produced.
+//!
+//! [`Summary::digest`] gives the one line a human wants first: the worst
+//! finding, e.g. `bootkube: stage cvo-bootstrap failed at 25 main
+//! /usr/local/bin/bootkube.sh`.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Longest digest, in characters (the service's `progress_info` is short).
+pub const DIGEST_MAX_CHARS: usize = 200;
+
+/// One entry of a service's record file, as written by
+/// `bootstrap-service-record.sh`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    #[serde(default)]
+    pub timestamp: Option<String>,
+    #[serde(default)]
+    pub phase: Option<String>,
+    #[serde(default)]
+    pub stage: Option<String>,
+    #[serde(default)]
+    pub pre_command: Option<String>,
+    #[serde(default)]
+    pub post_command: Option<String>,
+    #[serde(default)]
+    pub result: Option<String>,
+    #[serde(default)]
+    pub error_line: Option<String>,
+    #[serde(default)]
+    pub error_message: Option<String>,
+}
+
+/// How a step (a stage, a pre/post-command, or the service run) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Success,
+    Failure,
+    /// Started, no end recorded, and nothing came after: may still run.
+    Running,
+    /// Started, no end recorded, but the service started again afterwards:
+    /// the run was killed (or the host rebooted).
+    Killed,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Failure => "failure",
+            Outcome::Running => "running",
+            Outcome::Killed => "killed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepKind {
+    Stage,
+    PreCommand,
+    PostCommand,
+}
+
+impl StepKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Stage => "stage",
+            StepKind::PreCommand => "pre-command",
+            StepKind::PostCommand => "post-command",
+        }
+    }
+}
+
+/// A stage or pre/post-command within one run of a service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    pub kind: StepKind,
+    pub name: String,
+    pub start: Option<String>,
+    pub end: Option<String>,
+    pub duration_secs: Option<i64>,
+    pub result: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_line: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+/// One `service start` … `service end` of a service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub start: Option<String>,
+    pub end: Option<String>,
+    pub duration_secs: Option<i64>,
+    pub result: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_line: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    pub steps: Vec<Step>,
+}
+
+/// A failed step or run, for the failures list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// 1-based run of the service.
+    pub run: usize,
+    /// `service`, or the step kind and name (`stage cvo-bootstrap`).
+    pub what: String,
+    pub at: Option<String>,
+    pub error_line: Option<String>,
+    pub error_message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Service {
+    pub service: String,
+    /// Record file name, e.g. `bootkube.json`.
+    pub file: String,
+    /// The outcome of the last run.
+    pub status: Outcome,
+    pub runs: Vec<Run>,
+    pub failures: Vec<Failure>,
+    /// Entries salvaged from the file.
+    pub entries: usize,
+}
+
+impl Service {
+    pub fn last_run(&self) -> Option<&Run> {
+        self.runs.last()
+    }
+
+    /// `service start`s beyond the first.
+    pub fn restarts(&self) -> usize {
+        self.runs.len().saturating_sub(1)
+    }
+}
+
+/// A bootkube `/opt/openshift/<stage>.done` marker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoneMarker {
+    pub stage: String,
+    /// RFC 3339 modification time.
+    pub mtime: String,
+}
+
+/// `records/summary.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Whether `/var/log/openshift` exists at all.
+    pub records_dir_present: bool,
+    pub services: Vec<Service>,
+    /// Files that could not be read whole, and stale temporaries: each names
+    /// the file and what is wrong with it.
+    pub problems: Vec<String>,
+    /// bootkube's `.done` markers, oldest first.
+    pub done_markers: Vec<DoneMarker>,
+    /// [`Summary::digest`], stored for readers of the JSON.
+    pub digest: Option<String>,
+}
+
+/// The result of parsing one file: what was salvaged and what went wrong.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parsed {
+    pub entries: Vec<Entry>,
+    pub problem: Option<String>,
+}
+
+/// Parses one record file, salvaging the complete entries before any break.
+pub fn parse_entries(data: &[u8]) -> Parsed {
+    let text_start = data
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(data.len());
+    if text_start == data.len() {
+        return Parsed {
+            entries: Vec::new(),
+            problem: Some("empty file".into()),
+        };
+    }
+    let mut entries = Vec::new();
+    let mut skipped_non_objects = 0usize;
+    let mut push = |value: Value| match serde_json::from_value::<Entry>(value) {
+        Ok(entry) => entries.push(entry),
+        Err(_) => skipped_non_objects += 1,
+    };
+    let problem = if data[text_start] == b'[' {
+        parse_array(&data[text_start + 1..], text_start + 1, &mut push)
+    } else {
+        // Not an array: perhaps entries one after another (a hand-made file).
+        let mut stream = serde_json::Deserializer::from_slice(data).into_iter::<Value>();
+        let mut problem = None;
+        for item in stream.by_ref() {
+            match item {
+                Ok(Value::Array(items)) => items.into_iter().for_each(&mut push),
+                Ok(value) => push(value),
+                Err(err) => {
+                    problem = Some(format!("not a JSON array; stopped at {err}"));
+                    break;
+                }
+            }
+        }
+        problem.or_else(|| Some("not a JSON array".into()))
+    };
+    let mut problem = problem;
+    if skipped_non_objects > 0 {
+        let note = format!("{skipped_non_objects} entries are not record objects");
+        problem = Some(problem.map_or(note.clone(), |p| format!("{p}; {note}")));
+    }
+    if let Some(p) = &mut problem {
+        if entries.is_empty() {
+            p.push_str("; nothing salvaged");
+        } else {
+            use std::fmt::Write as _;
+            let _ = write!(p, "; salvaged {} complete entries", entries.len());
+        }
+    }
+    Parsed { entries, problem }
+}
+
+/// Reads `[ value, value, … ]` after the `[`; returns what broke it, if
+/// anything. `base` is the offset of `data` in the file, for messages.
+fn parse_array(data: &[u8], base: usize, push: &mut impl FnMut(Value)) -> Option<String> {
+    let mut at = 0;
+    let skip_ws = |at: &mut usize| {
+        while *at < data.len() && data[*at].is_ascii_whitespace() {
+            *at += 1;
+        }
+    };
+    let mut first = true;
+    loop {
+        skip_ws(&mut at);
+        if at >= data.len() {
+            return Some(format!(
+                "truncated JSON: the array ends at byte {} without `]`",
+                base + at
+            ));
+        }
+        if data[at] == b']' {
+            let rest = &data[at + 1..];
+            return rest
+                .iter()
+                .any(|b| !b.is_ascii_whitespace())
+                .then(|| format!("trailing data after the array at byte {}", base + at + 1));
+        }
+        if !first {
+            if data[at] != b',' {
+                return Some(format!(
+                    "invalid JSON at byte {}: expected `,` or `]`",
+                    base + at
+                ));
+            }
+            at += 1;
+            skip_ws(&mut at);
+        }
+        first = false;
+        let mut stream = serde_json::Deserializer::from_slice(&data[at..]).into_iter::<Value>();
+        match stream.next() {
+            Some(Ok(value)) => {
+                at += stream.byte_offset();
+                push(value);
+            }
+            Some(Err(err)) if err.is_eof() => {
+                return Some(format!(
+                    "truncated JSON: an entry at byte {} is cut off",
+                    base + at
+                ));
+            }
+            Some(Err(err)) => {
+                return Some(format!(
+                    "invalid JSON in the entry at byte {}: {err}",
+                    base + at
+                ));
+            }
+            None => {
+                return Some(format!(
+                    "truncated JSON: the array ends at byte {} without `]`",
+                    base + at
+                ));
+            }
+        }
+    }
+}
+
+fn parse_time(ts: Option<&str>) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(ts?.trim_end_matches('Z')).ok()
+}
+
+fn duration(start: Option<&str>, end: Option<&str>) -> Option<i64> {
+    let (s, e) = (parse_time(start)?, parse_time(end)?);
+    Some(match e.duration_since(s) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(back) => -i64::try_from(back.duration().as_secs()).unwrap_or(i64::MAX),
+    })
+}
+
+fn outcome(result: Option<&str>) -> Outcome {
+    match result {
+        Some(r) if r.eq_ignore_ascii_case("success") => Outcome::Success,
+        _ => Outcome::Failure,
+    }
+}
+
+/// Builds a service's runs from its entries.
+pub fn service_from_entries(service: &str, file: &str, entries: &[Entry]) -> Service {
+    let mut runs: Vec<Run> = Vec::new();
+    let new_run = |start: Option<String>| Run {
+        start,
+        end: None,
+        duration_secs: None,
+        result: Outcome::Running,
+        error_line: None,
+        error_message: None,
+        steps: Vec::new(),
+    };
+    for entry in entries {
+        let phase = entry.phase.as_deref().unwrap_or("").trim();
+        let ts = entry.timestamp.clone();
+        let (kind, name) = if let Some(c) = &entry.pre_command {
+            (StepKind::PreCommand, c.clone())
+        } else if let Some(c) = &entry.post_command {
+            (StepKind::PostCommand, c.clone())
+        } else {
+            (StepKind::Stage, entry.stage.clone().unwrap_or_default())
+        };
+        match phase {
+            "service start" => runs.push(new_run(ts)),
+            "service end" => {
+                if runs.last().is_none_or(|r| r.result != Outcome::Running) {
+                    // An end without its start (the start was cut off).
+                    runs.push(new_run(None));
+                }
+                let run = runs.last_mut().expect("pushed above");
+                run.end = ts;
+                run.result = outcome(entry.result.as_deref());
+                run.error_line.clone_from(&entry.error_line);
+                run.error_message.clone_from(&entry.error_message);
+                run.duration_secs = duration(run.start.as_deref(), run.end.as_deref());
+            }
+            "stage start" | "pre-command start" | "post-command start" => {
+                if runs.last().is_none_or(|r| r.result != Outcome::Running) {
+                    runs.push(new_run(None));
+                }
+                let run = runs.last_mut().expect("pushed above");
+                // A step starting while the previous one never ended: that
+                // one was abandoned (the script does not nest steps).
+                run.steps.push(Step {
+                    kind,
+                    name,
+                    start: ts,
+                    end: None,
+                    duration_secs: None,
+                    result: Outcome::Running,
+                    error_line: None,
+                    error_message: None,
+                });
+            }
+            "stage end" | "pre-command end" | "post-command end" => {
+                if runs.last().is_none_or(|r| r.result != Outcome::Running) {
+                    runs.push(new_run(None));
+                }
+                let run = runs.last_mut().expect("pushed above");
+                let open = run.steps.iter().rposition(|s| {
+                    s.result == Outcome::Running && s.kind == kind && s.name == name
+                });
+                let step = if let Some(i) = open {
+                    &mut run.steps[i]
+                } else {
+                    run.steps.push(Step {
+                        kind,
+                        name,
+                        start: None,
+                        end: None,
+                        duration_secs: None,
+                        result: Outcome::Running,
+                        error_line: None,
+                        error_message: None,
+                    });
+                    run.steps.last_mut().expect("pushed above")
+                };
+                step.end = ts;
+                step.result = outcome(entry.result.as_deref());
+                step.error_line.clone_from(&entry.error_line);
+                step.error_message.clone_from(&entry.error_message);
+                step.duration_secs = duration(step.start.as_deref(), step.end.as_deref());
+            }
+            _ => {}
+        }
+    }
+    // Runs without an end: the last may still be going; earlier ones were
+    // killed, since the service started again.
+    let last = runs.len().saturating_sub(1);
+    for (i, run) in runs.iter_mut().enumerate() {
+        let unfinished = if i == last {
+            Outcome::Running
+        } else {
+            Outcome::Killed
+        };
+        // `result` is `Running` until an end entry (timestamped or not) is seen.
+        let run_ended = run.result != Outcome::Running;
+        if !run_ended {
+            run.result = unfinished;
+        }
+        for step in &mut run.steps {
+            if step.result == Outcome::Running {
+                step.result = if run_ended {
+                    Outcome::Killed
+                } else {
+                    unfinished
+                };
+            }
+        }
+    }
+    let mut failures = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        for step in &run.steps {
+            if step.result == Outcome::Failure {
+                failures.push(Failure {
+                    run: i + 1,
+                    what: format!("{} {}", step.kind.as_str(), step.name),
+                    at: step.end.clone(),
+                    error_line: step.error_line.clone(),
+                    error_message: step.error_message.clone(),
+                });
+            }
+        }
+        if run.result == Outcome::Failure {
+            failures.push(Failure {
+                run: i + 1,
+                what: "service".into(),
+                at: run.end.clone(),
+                error_line: run.error_line.clone(),
+                error_message: run.error_message.clone(),
+            });
+        }
+    }
+    Service {
+        service: service.to_owned(),
+        file: file.to_owned(),
+        status: runs.last().map_or(Outcome::Running, |r| r.result),
+        runs,
+        failures,
+        entries: entries.len(),
+    }
+}
+
+/// Where the bootstrap services write their records on the host.
+pub const RECORDS_DIR: &str = "/var/log/openshift";
+/// Record files are a few KiB; a bigger one is parsed from its start only.
+pub const PARSE_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// Summarizes the records under a sysroot without building a bundle: the
+/// agent's `progress_info` must name a failure even when the service refuses
+/// the bundle. Done markers are left out (they only add timing).
+pub fn summarize_host(root: &std::path::Path) -> Summary {
+    use std::io::Read;
+    let mut summary = Summary::default();
+    let dir = root.join(RECORDS_DIR.trim_start_matches('/'));
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        summary.finish();
+        return summary;
+    };
+    summary.records_dir_present = true;
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| {
+            std::path::Path::new(name)
+                .extension()
+                .is_some_and(|ext| ext.eq_ignore_ascii_case("json"))
+        })
+        .collect();
+    names.sort();
+    for name in names {
+        let mut data = Vec::new();
+        let read = std::fs::File::open(dir.join(&name))
+            .and_then(|file| file.take(PARSE_LIMIT).read_to_end(&mut data));
+        match read {
+            Ok(_) => summary.add_file(&name, &data),
+            Err(err) => summary.problems.push(format!("{name}: cannot read: {err}")),
+        }
+    }
+    summary.finish();
+    summary
+}
+
+impl Summary {
+    /// Adds one record file (`name` like `bootkube.json`).
+    pub fn add_file(&mut self, name: &str, data: &[u8]) {
+        let parsed = parse_entries(data);
+        if let Some(problem) = parsed.problem {
+            self.problems.push(format!("{name}: {problem}"));
+        }
+        if parsed.entries.is_empty() {
+            return;
+        }
+        let service = name.strip_suffix(".json").unwrap_or(name);
+        self.services
+            .push(service_from_entries(service, name, &parsed.entries));
+    }
+
+    /// Fills [`Summary::digest`]; call once everything is added.
+    pub fn finish(&mut self) {
+        self.digest = self.digest();
+    }
+
+    /// One line (at most [`DIGEST_MAX_CHARS`]) naming the worst finding:
+    /// a failure in a service's last run (the earliest such, the likely
+    /// cause), else a killed or still running step, else failures that a
+    /// restart got past, else a record file that could not be read. `None`
+    /// when there is no record at all or every service succeeded.
+    pub fn digest(&self) -> Option<String> {
+        let line = self
+            .last_run_failure()
+            .or_else(|| self.unfinished())
+            .or_else(|| self.recovered())
+            .or_else(|| self.problems.first().map(|p| format!("records: {p}")))?;
+        Some(shorten(&line, DIGEST_MAX_CHARS))
+    }
+
+    fn last_run_failure(&self) -> Option<String> {
+        let mut worst: Option<(Option<SystemTime>, String)> = None;
+        for service in &self.services {
+            let Some(run) = service.last_run() else {
+                continue;
+            };
+            if run.result != Outcome::Failure
+                && !run.steps.iter().any(|s| s.result == Outcome::Failure)
+            {
+                continue;
+            }
+            // The failed step says more than the service end it caused.
+            let (what, at, error_line) =
+                match run.steps.iter().find(|s| s.result == Outcome::Failure) {
+                    Some(step) => (
+                        format!("{} {} failed", step.kind.as_str(), step.name),
+                        step.end.as_deref(),
+                        step.error_line.as_deref().or(run.error_line.as_deref()),
+                    ),
+                    None => (
+                        "failed".to_owned(),
+                        run.end.as_deref(),
+                        run.error_line.as_deref(),
+                    ),
+                };
+            let mut line = format!("{}: {what}", service.service);
+            if let Some(error_line) = error_line.filter(|l| !l.trim().is_empty()) {
+                line.push_str(" at ");
+                line.push_str(error_line.trim());
+            }
+            if service.restarts() > 0 {
+                use std::fmt::Write as _;
+                let _ = write!(line, " (after {} restart(s))", service.restarts());
+            }
+            let when = parse_time(at);
+            let earlier = match &worst {
+                None => true,
+                Some((w, _)) => matches!((when, w), (Some(a), Some(b)) if a < *b),
+            };
+            if earlier {
+                worst = Some((when, line));
+            }
+        }
+        worst.map(|(_, line)| line)
+    }
+
+    fn unfinished(&self) -> Option<String> {
+        for service in &self.services {
+            let Some(run) = service.last_run() else {
+                continue;
+            };
+            let step = run
+                .steps
+                .iter()
+                .find(|s| matches!(s.result, Outcome::Killed | Outcome::Running));
+            if let Some(step) = step {
+                let verb = if step.result == Outcome::Killed {
+                    "never ended (killed)"
+                } else {
+                    "still running"
+                };
+                let since = step
+                    .start
+                    .as_deref()
+                    .map(|s| format!(" since {s}"))
+                    .unwrap_or_default();
+                return Some(format!(
+                    "{}: {} {} {verb}{since}",
+                    service.service,
+                    step.kind.as_str(),
+                    step.name
+                ));
+            }
+        }
+        // Whole runs killed without a step in flight.
+        for service in &self.services {
+            let killed = service
+                .runs
+                .iter()
+                .filter(|r| r.result == Outcome::Killed)
+                .count();
+            if killed > 0 {
+                return Some(format!(
+                    "{}: {killed} run(s) killed before their end",
+                    service.service
+                ));
+            }
+        }
+        None
+    }
+
+    fn recovered(&self) -> Option<String> {
+        let service = self.services.iter().find(|s| !s.failures.is_empty())?;
+        let first = &service.failures[0];
+        let mut line = format!(
+            "{}: recovered after {} failed run(s); first: {} failed",
+            service.service,
+            service
+                .failures
+                .iter()
+                .map(|f| f.run)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+            first.what
+        );
+        if let Some(error_line) = first.error_line.as_deref() {
+            line.push_str(" at ");
+            line.push_str(error_line.trim());
+        }
+        Some(line)
+    }
+}
+
+/// Cuts `text` to `max` characters on one line, marking the cut.
+fn shorten(text: &str, max: usize) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let mut out: String = one_line.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURES: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/root/var/log/openshift"
+    );
+
+    fn fixture(name: &str) -> Vec<u8> {
+        std::fs::read(format!("{FIXTURES}/{name}")).unwrap()
+    }
+
+    #[test]
+    fn fixture_records_make_a_timeline() {
+        let mut summary = Summary::default();
+        for name in ["bootkube.json", "kubelet.json", "release-image.json"] {
+            summary.add_file(name, &fixture(name));
+        }
+        summary.finish();
+        assert!(summary.problems.is_empty(), "{:?}", summary.problems);
+        let bootkube = &summary.services[0];
+        assert_eq!(bootkube.service, "bootkube");
+        assert_eq!(bootkube.status, Outcome::Success);
+        // mco-bootstrap failed, the unit restarted and went through.
+        assert_eq!(bootkube.runs.len(), 2);
+        assert_eq!(bootkube.runs[0].result, Outcome::Failure);
+        assert_eq!(bootkube.runs[0].duration_secs, Some(111));
+        assert_eq!(bootkube.last_run().unwrap().steps.len(), 6);
+        let cvo = bootkube.runs[0]
+            .steps
+            .iter()
+            .find(|s| s.name == "cvo-bootstrap")
+            .unwrap();
+        assert_eq!(cvo.duration_secs, Some(12));
+        assert_eq!(cvo.result, Outcome::Success);
+
+        let kubelet = &summary.services[1];
+        assert_eq!(kubelet.status, Outcome::Running);
+        assert_eq!(
+            kubelet.last_run().unwrap().steps[0].kind,
+            StepKind::PreCommand
+        );
+        assert_eq!(
+            kubelet.last_run().unwrap().steps[0].result,
+            Outcome::Success
+        );
+
+        let release = &summary.services[2];
+        assert_eq!(release.runs.len(), 2);
+        assert_eq!(release.status, Outcome::Success);
+        assert_eq!(release.failures.len(), 2);
+        assert_eq!(release.failures[0].what, "stage pull-release-image");
+        assert_eq!(
+            release.failures[0].error_line.as_deref(),
+            Some("25 main /usr/local/bin/release-image-download.sh")
+        );
+        // No failure in any last run; kubelet has no step in flight and its
+        // run has no end (it runs for good): a recovery is the worst finding.
+        assert_eq!(
+            summary.digest.as_deref(),
+            Some("bootkube: recovered after 1 failed run(s); first: stage mco-bootstrap failed at 147 main /usr/local/bin/bootkube.sh")
+        );
+    }
+
+    #[test]
+    fn failed_stage_in_the_last_run_is_the_digest() {
+        let data = br#"[
+ {"timestamp":"2025-02-03T10:00:00Z","phase":"service start"},
+ {"timestamp":"2025-02-03T10:00:00Z","phase":"stage start","stage":"openshift-manifests"},
+ {"timestamp":"2025-02-03T10:00:05Z","phase":"stage end","stage":"openshift-manifests","result":"success"},
+ {"timestamp":"2025-02-03T10:00:05Z","phase":"stage start","stage":"cvo-bootstrap"},
+ {"timestamp":"2025-02-03T10:00:09Z","phase":"stage end","stage":"cvo-bootstrap","result":"failure","errorLine":"25 main /usr/local/bin/bootkube.sh","errorMessage":"a\nb\nc"},
+ {"timestamp":"2025-02-03T10:00:09Z","phase":"service end","result":"failure","errorLine":"25 main /usr/local/bin/bootkube.sh"}
+]"#;
+        let mut summary = Summary::default();
+        summary.add_file("bootkube.json", data);
+        summary.add_file("kubelet.json", &fixture("kubelet.json"));
+        assert_eq!(
+            summary.digest().as_deref(),
+            Some("bootkube: stage cvo-bootstrap failed at 25 main /usr/local/bin/bootkube.sh")
+        );
+        let service = &summary.services[0];
+        assert_eq!(service.status, Outcome::Failure);
+        assert_eq!(service.failures.len(), 2);
+        assert_eq!(
+            service.failures[0].error_message.as_deref(),
+            Some("a\nb\nc")
+        );
+    }
+
+    #[test]
+    fn truncated_file_keeps_complete_entries_and_names_the_break() {
+        let whole = fixture("bootkube.json");
+        // Cut in the middle of the 6th entry.
+        let mut cut = 0;
+        let mut seen = 0;
+        for (i, &b) in whole.iter().enumerate() {
+            if b == b'}' {
+                seen += 1;
+                if seen == 5 {
+                    cut = i + 20;
+                    break;
+                }
+            }
+        }
+        let parsed = parse_entries(&whole[..cut]);
+        assert_eq!(parsed.entries.len(), 5);
+        let problem = parsed.problem.unwrap();
+        assert!(problem.starts_with("truncated JSON"), "{problem}");
+        assert!(
+            problem.ends_with("salvaged 5 complete entries"),
+            "{problem}"
+        );
+
+        let mut summary = Summary::default();
+        summary.add_file("bootkube.json", &whole[..cut]);
+        summary.finish();
+        assert_eq!(summary.services.len(), 1);
+        assert!(summary.problems[0].starts_with("bootkube.json: truncated JSON"));
+        // Nothing failed in what was salvaged: the break itself is the finding.
+        assert_eq!(
+            summary.digest.as_deref(),
+            Some("records: bootkube.json: truncated JSON: an entry at byte 569 is cut off; salvaged 5 complete entries")
+        );
+        // Cut right after a stage start: that stage reads as running.
+        let cut = whole
+            .windows(b"\"etcd-bootstrap\"".len())
+            .position(|w| w == b"\"etcd-bootstrap\"")
+            .unwrap()
+            + 40;
+        let mut summary = Summary::default();
+        summary.add_file("bootkube.json", &whole[..cut]);
+        assert_eq!(
+            summary.digest().as_deref(),
+            Some("bootkube: stage etcd-bootstrap still running since 2025-02-03T10:02:31Z")
+        );
+    }
+
+    #[test]
+    fn empty_garbage_and_odd_files_are_named_not_fatal() {
+        for (data, want) in [
+            (&b""[..], "x.json: empty file"),
+            (b"  \n", "x.json: empty file"),
+            (b"not json \xff", "x.json: not a JSON array; stopped at"),
+            (
+                b"[",
+                "x.json: truncated JSON: the array ends at byte 1 without `]`; nothing salvaged",
+            ),
+            (
+                b"[1, {\"phase\":\"service start\"}]",
+                "x.json: 1 entries are not record objects; salvaged 1 complete entries",
+            ),
+            (
+                b"[{\"phase\":\"service start\"}] x",
+                "x.json: trailing data after the array at byte 27; salvaged 1 complete entries",
+            ),
+        ] {
+            let mut summary = Summary::default();
+            summary.add_file("x.json", data);
+            assert!(
+                summary.problems[0].starts_with(want),
+                "{:?}: {:?}",
+                String::from_utf8_lossy(data),
+                summary.problems
+            );
+            assert!(
+                summary.digest().unwrap().starts_with("records: x.json: ")
+                    || !summary.services.is_empty()
+            );
+        }
+    }
+
+    #[test]
+    fn restarts_without_ends_are_killed_runs() {
+        let data = br#"[
+ {"timestamp":"2025-02-03T10:00:00Z","phase":"service start"},
+ {"timestamp":"2025-02-03T10:00:01Z","phase":"stage start","stage":"wait-for-etcd"},
+ {"timestamp":"2025-02-03T10:05:00Z","phase":"service start"},
+ {"timestamp":"2025-02-03T10:05:01Z","phase":"stage start","stage":"wait-for-etcd"},
+ {"timestamp":"2025-02-03T10:06:01Z","phase":"stage end","stage":"wait-for-etcd","result":"success"},
+ {"timestamp":"2025-02-03T10:06:02Z","phase":"service end","result":"success"}
+]"#;
+        let mut summary = Summary::default();
+        summary.add_file("bootkube.json", data);
+        let service = &summary.services[0];
+        assert_eq!(service.runs[0].result, Outcome::Killed);
+        assert_eq!(service.runs[0].steps[0].result, Outcome::Killed);
+        assert_eq!(service.runs[1].duration_secs, Some(62));
+        assert_eq!(service.status, Outcome::Success);
+        assert_eq!(
+            summary.digest().as_deref(),
+            Some("bootkube: 1 run(s) killed before their end")
+        );
+    }
+
+    #[test]
+    fn all_good_has_no_digest_and_long_digests_are_cut() {
+        let mut summary = Summary::default();
+        summary.add_file(
+            "approve-csr.json",
+            br#"[{"timestamp":"2025-02-03T10:00:00Z","phase":"service start"},
+                 {"timestamp":"2025-02-03T10:00:00Z","phase":"stage start","stage":"approve"},
+                 {"timestamp":"2025-02-03T10:00:03Z","phase":"stage end","stage":"approve","result":"success"},
+                 {"timestamp":"2025-02-03T10:00:03Z","phase":"service end","result":"success"}]"#,
+        );
+        assert_eq!(summary.services[0].runs[0].duration_secs, Some(3));
+        assert_eq!(summary.digest(), None);
+        assert_eq!(Summary::default().digest(), None);
+
+        let long = format!(
+            r#"[{{"phase":"service start"}},{{"phase":"service end","result":"failure","errorLine":"{}"}}]"#,
+            "x".repeat(500)
+        );
+        let mut summary = Summary::default();
+        summary.add_file("svc.json", long.as_bytes());
+        let digest = summary.digest().unwrap();
+        assert_eq!(digest.chars().count(), DIGEST_MAX_CHARS);
+        assert!(digest.starts_with("svc: failed at xxx"));
+        assert!(digest.ends_with('…'));
+    }
+
+    #[test]
+    fn summarize_host_reads_records_under_a_root_and_ignores_stale_rewrites() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("var/log/openshift");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("bootkube.json"),
+            r#"[{"timestamp":"2026-02-03T10:00:00Z","phase":"service start"},
+                {"timestamp":"2026-02-03T10:00:01Z","phase":"stage start","stage":"cvo-bootstrap"},
+                {"timestamp":"2026-02-03T10:00:09Z","phase":"stage end","stage":"cvo-bootstrap","result":"failure",
+                 "errorLine":"25 main /usr/local/bin/bootkube.sh","errorMessage":"boom"},
+                {"timestamp":"2026-02-03T10:00:09Z","phase":"service end","result":"failure",
+                 "errorLine":"25 main /usr/local/bin/bootkube.sh","errorMessage":"boom"}]"#,
+        )
+        .unwrap();
+        std::fs::write(dir.join("bootkube.json.tmp"), "[{").unwrap();
+        let summary = summarize_host(root.path());
+        assert!(summary.records_dir_present);
+        let digest = summary.digest.unwrap();
+        assert!(
+            digest.starts_with("bootkube:") && digest.contains("cvo-bootstrap"),
+            "{digest}"
+        );
+
+        let empty = tempfile::tempdir().unwrap();
+        let summary = summarize_host(empty.path());
+        assert!(!summary.records_dir_present);
+        assert_eq!(summary.digest, None);
+    }
+}
