@@ -59,6 +59,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime.shutdown_timeout(Duration::from_secs(2));
             Ok(ExitCode::SUCCESS)
         }
+        // An admin tool, not the boot-time agent: its failures exit non-zero.
+        Command::Ignition(args) => Ok(crate::ignition::run(&args)),
         // Interactive tools too: their failures exit 1 (`offline::EXIT_TOOL_FAILURE`).
         Command::Collect(args) => Ok(crate::offline::collect_command(&args)),
         Command::Inspect(args) => Ok(crate::offline::inspect_command(&args)),
@@ -66,6 +68,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 async fn run_service(args: RunArgs) {
+    if finish_interrupted_cleanup(&args) {
+        return;
+    }
     let getenv = |name: &str| std::env::var(name).ok();
     let config = match Config::resolve(&args, &getenv) {
         Ok(config) => config,
@@ -74,6 +79,9 @@ async fn run_service(args: RunArgs) {
             return;
         }
     };
+    // Read once; every command the collectors run would inherit it otherwise.
+    // Still single-threaded here (no blocking task has run yet).
+    std::env::remove_var(crate::config::env::TOKEN);
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
@@ -165,6 +173,10 @@ impl Reporter {
         let boot_id = read_boot_id(&config.host_path(BOOT_ID_PATH))?;
         let uptime = read_uptime(std::path::Path::new(UPTIME_PATH)).ok();
 
+        for stale in crate::cleanup::stale_spill_files(&config.state_dir) {
+            // Left by a reporter killed mid-creation; ours are nameless.
+            let _ = std::fs::remove_file(stale);
+        }
         let (mut ledger, warning) = Ledger::load(&config.state_dir)?;
         if let Some(warning) = warning {
             tracing::warn!("{warning}");
@@ -589,20 +601,51 @@ impl Reporter {
             state_dir: self.config.state_dir.clone(),
             root: self.config.root.clone(),
         };
-        let report = plan.execute();
-        for failure in &report.failures {
-            tracing::warn!("cleanup: {failure}");
-        }
-        tracing::info!(
-            "cleanup done: removed {} path(s){}; the reporter will not run again",
-            report.removed.len(),
-            if report.unit_disabled {
-                ", unit disabled"
-            } else {
-                ""
-            }
-        );
+        run_cleanup(&plan);
     }
+}
+
+fn run_cleanup(plan: &CleanupPlan) {
+    let report = plan.execute();
+    for failure in &report.failures {
+        tracing::warn!("cleanup: {failure}");
+    }
+    tracing::info!(
+        "cleanup done: removed {} path(s){}; the reporter will not run again",
+        report.removed.len(),
+        if report.unit_disabled {
+            ", unit disabled"
+        } else {
+            ""
+        }
+    );
+}
+
+/// A cleanup cut short (killed, power lost) left its marker: finish it
+/// before anything else, since the contract may be half gone. True if so.
+fn finish_interrupted_cleanup(args: &RunArgs) -> bool {
+    let root = args
+        .root
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("/"));
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| crate::config::under_root(&root, crate::config::DEFAULT_STATE_DIR));
+    if !crate::cleanup::cleanup_interrupted(&state_dir) {
+        return false;
+    }
+    let config_dir = args
+        .config_dir
+        .clone()
+        .unwrap_or_else(|| crate::config::under_root(&root, crate::config::DEFAULT_CONFIG_DIR));
+    tracing::info!("an earlier cleanup was interrupted; finishing it");
+    run_cleanup(&CleanupPlan {
+        config_dir,
+        state_dir,
+        root,
+    });
+    true
 }
 
 fn log_api_error(err: &ApiError) {

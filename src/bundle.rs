@@ -37,8 +37,10 @@ pub const TOP_DIR: &str = "host_boot";
 /// Name of the manifest member, relative to [`TOP_DIR`].
 pub const MANIFEST_NAME: &str = "manifest.json";
 pub const FORMAT_VERSION: u32 = 1;
-/// flate2's default trade-off: journals compress about 10:1 either way, and
-/// higher levels cost CPU on a host that is busy installing.
+/// Chosen by figures (docs/benchmarks.md, section 2): with the zlib-rs
+/// backend, 6 costs less CPU than `gzip -6` and well under 1 % of a core per
+/// hour even for bundles at the cap, while 1 would ship about 1.6x the bytes
+/// every 10 minutes from every host and 9 buys a few percent for much more CPU.
 pub const GZIP_LEVEL: u32 = 6;
 
 const MIB: u64 = 1024 * 1024;

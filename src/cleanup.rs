@@ -4,6 +4,15 @@
 //!
 //! Only files of the documented contract are removed, never whole trees: a
 //! misconfigured `--config-dir /etc` must not become `rm -rf /etc`.
+//!
+//! Cleanup can be cut short (SIGKILL, power loss) anywhere. It starts by
+//! leaving a marker in the state directory and removes it at the very end,
+//! so a start that finds it finishes the job instead of running
+//! half-configured. The secret goes first and `host-id`, the unit's
+//! `ConditionPathExists=`, goes after the unit is disabled: while a cleanup
+//! can still be resumed, systemd still starts the reporter (it restarts a
+//! killed one), and once nothing can resume it only the marker and empty
+//! directories can be left.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -11,9 +20,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::config::files;
-use crate::ledger::LEDGER_FILE;
+use crate::ledger::{write_atomic, LEDGER_FILE};
 
 pub const UNIT_NAME: &str = "assisted-boot-reporter.service";
+/// In the state directory while a cleanup is under way.
+pub const CLEANUP_MARKER: &str = "cleanup-started";
+/// Name prefix of the collectors' spill files (`collect::spool`), which exist
+/// under a name only for the instant between their creation and unlinking.
+const SPILL_PREFIX: &str = ".assisted-boot-reporter-spill-";
 
 #[derive(Debug, Clone)]
 pub struct CleanupPlan {
@@ -35,19 +49,42 @@ impl CleanupPlan {
     /// stop the rest (the secret goes first, the unit is disabled last).
     pub fn execute(&self) -> CleanupReport {
         let mut report = CleanupReport::default();
-        for name in files::ALL {
+        if !cleanup_interrupted(&self.state_dir) {
+            let marker = self.state_dir.join(CLEANUP_MARKER);
+            let text = format!(
+                "cleanup started at {}\n",
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            );
+            if let Err(err) = write_atomic(&marker, text.as_bytes()) {
+                // Without it an interrupted cleanup is finished on the next
+                // boot instead (the ledger says "second boot"): worth a line.
+                report.failures.push(format!("{err:#}"));
+            }
+        }
+        // The secret first; `host-id` (the unit's start condition) last.
+        for name in files::ALL.iter().filter(|n| **n != files::HOST_ID) {
             remove_file(&self.config_dir.join(name), &mut report);
         }
-        remove_dir_if_empty(&self.config_dir, &mut report);
         for name in [
             LEDGER_FILE.to_owned(),
             format!("{LEDGER_FILE}.corrupt"),
             format!(".{LEDGER_FILE}.tmp"),
+            format!(".{CLEANUP_MARKER}.tmp"),
         ] {
             remove_file(&self.state_dir.join(name), &mut report);
         }
-        remove_dir_if_empty(&self.state_dir, &mut report);
+        for path in stale_spill_files(&self.state_dir) {
+            remove_file(&path, &mut report);
+        }
         self.disable_unit(&mut report);
+        // Until here a cut-short cleanup is resumed by the next start (the
+        // unit restarts a killed reporter while `host-id` exists). After
+        // `host-id` goes nothing starts the reporter again: what can remain
+        // is the marker and two empty directories, never a secret.
+        remove_file(&self.config_dir.join(files::HOST_ID), &mut report);
+        remove_dir_if_empty(&self.config_dir, &mut report);
+        remove_file(&self.state_dir.join(CLEANUP_MARKER), &mut report);
+        remove_dir_if_empty(&self.state_dir, &mut report);
         report
     }
 
@@ -74,6 +111,34 @@ impl CleanupPlan {
     }
 }
 
+/// Whether an earlier cleanup was cut short: the next start finishes it.
+pub fn cleanup_interrupted(state_dir: &Path) -> bool {
+    state_dir.join(CLEANUP_MARKER).is_file()
+}
+
+/// Spill files left by a reporter killed between creating and unlinking one:
+/// those of processes no longer running.
+pub fn stale_spill_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()?
+                .strip_prefix(SPILL_PREFIX)?
+                .split('-')
+                .next()?;
+            let pid: u32 = pid.parse().ok()?;
+            let alive =
+                pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists();
+            (!alive).then(|| entry.path())
+        })
+        .collect()
+}
+
 fn remove_file(path: &Path, report: &mut CleanupReport) {
     match fs::remove_file(path) {
         Ok(()) => {
@@ -94,6 +159,21 @@ fn remove_dir_if_empty(path: &Path, report: &mut CleanupReport) {
             report.removed.push(path.to_owned());
         }
         Err(err) if err.kind() == ErrorKind::NotFound => {}
+        // Under the unit's sandbox the directory is a mount point on a
+        // read-only parent: emptied is all the agent can do, and the unit's
+        // ExecStopPost removes it from PID 1's namespace once empty.
+        Err(err)
+            if is_empty_dir(path)
+                && matches!(
+                    err.kind(),
+                    ErrorKind::ReadOnlyFilesystem | ErrorKind::ResourceBusy
+                ) =>
+        {
+            tracing::info!(
+                "emptied {} ({err}); the unit removes the directory when it stops",
+                path.display()
+            );
+        }
         Err(err) => {
             let left: Vec<String> = fs::read_dir(path)
                 .map(|entries| {
@@ -111,9 +191,44 @@ fn remove_dir_if_empty(path: &Path, report: &mut CleanupReport) {
     }
 }
 
+fn is_empty_dir(path: &Path) -> bool {
+    fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interrupted_cleanup_is_seen_and_finished() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config_dir = tmp.path().join("etc/assisted-boot-reporter");
+        let state_dir = tmp.path().join("var/lib/assisted-boot-reporter");
+        fs::create_dir_all(&config_dir).unwrap();
+        fs::create_dir_all(&state_dir).unwrap();
+        // Cut short after the secret: the marker and the rest remain.
+        fs::write(state_dir.join(CLEANUP_MARKER), "cleanup started\n").unwrap();
+        fs::write(config_dir.join(files::HOST_ID), "x").unwrap();
+        fs::write(state_dir.join(LEDGER_FILE), "{}").unwrap();
+        // A spill file of a reporter killed mid-creation (no such PID).
+        let spill = state_dir.join(format!("{SPILL_PREFIX}4194305-00000000deadbeef"));
+        fs::write(&spill, "journal").unwrap();
+        let live = state_dir.join(format!("{SPILL_PREFIX}{}-1", std::process::id()));
+        fs::write(&live, "in use").unwrap();
+        assert!(cleanup_interrupted(&state_dir));
+        assert_eq!(stale_spill_files(&state_dir), vec![spill.clone()]);
+        fs::remove_file(&live).unwrap();
+
+        let plan = CleanupPlan {
+            config_dir: config_dir.clone(),
+            state_dir: state_dir.clone(),
+            root: tmp.path().to_owned(),
+        };
+        let report = plan.execute();
+        assert!(!config_dir.exists(), "{report:?}");
+        assert!(!state_dir.exists(), "{report:?}");
+        assert!(!cleanup_interrupted(&state_dir));
+    }
 
     #[test]
     fn removes_contract_files_and_state_but_nothing_else() {
@@ -145,7 +260,7 @@ mod tests {
             state_dir.join("someone-elses-file").exists(),
             "foreign files are never removed"
         );
-        assert_eq!(report.removed.len(), 6, "{:?}", report.removed);
+        assert_eq!(report.removed.len(), 7, "{:?}", report.removed);
         assert!(
             report
                 .failures

@@ -36,6 +36,9 @@ pub struct Cli {
 pub enum Command {
     /// Report the boot stage and ship boot logs until done (what the systemd unit runs).
     Run(RunArgs),
+    /// Print the Ignition fragment that installs the reporter on one host
+    /// (binary, unit, discovery contract), for assisted-service or an admin.
+    Ignition(crate::ignition::IgnitionArgs),
     /// Write the same host_boot bundle the agent ships to a file, with no
     /// service involved (for a support engineer on the host).
     Collect(crate::offline::CollectArgs),

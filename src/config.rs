@@ -555,20 +555,38 @@ pub fn parse_credentials(text: &str) -> Result<Credentials, String> {
         return Err("it is empty".into());
     }
     if trimmed.starts_with('{') {
-        // serde_json's errors quote no input, so the secret cannot leak through them.
-        let secret: PullSecret = serde_json::from_str(trimmed)
-            .map_err(|err| format!("not a pull secret JSON ({err})"))?;
+        // Only the kind and position of a parse error: serde's message quotes
+        // the offending value ("invalid type: string \"…\""), which may be
+        // the secret itself (found by fuzz/credentials).
+        let secret: PullSecret = serde_json::from_str(trimmed).map_err(|err| {
+            let kind = match err.classify() {
+                serde_json::error::Category::Syntax => "invalid JSON",
+                serde_json::error::Category::Eof => "JSON cut short",
+                serde_json::error::Category::Data => {
+                    "not the pull secret's shape {\"auths\":{REGISTRY:{\"auth\":…}}}"
+                }
+                serde_json::error::Category::Io => "unreadable",
+            };
+            format!(
+                "not a pull secret JSON ({kind} at line {} column {})",
+                err.line(),
+                err.column()
+            )
+        })?;
         let token = secret
             .auths
             .get(CLOUD_REGISTRY)
             .and_then(|a| a.auth.clone())
             .filter(|t| !t.trim().is_empty())
             .ok_or_else(|| format!("the pull secret has no auths[\"{CLOUD_REGISTRY}\"].auth"))?;
+        // Trimmed, like the token: the value sent (and maybe logged by a
+        // proxy) must be among what the bundles scrub.
         let mut scrub: Vec<Secret> = secret
             .auths
             .values()
-            .filter_map(|a| a.auth.clone())
-            .map(Secret)
+            .filter_map(|a| a.auth.as_deref().map(str::trim))
+            .filter(|a| !a.is_empty())
+            .map(|a| Secret(a.to_owned()))
             .collect();
         scrub.push(Secret(trimmed.to_owned()));
         return Ok(Credentials {
@@ -633,6 +651,12 @@ impl ContractDir {
             reason,
         })
     }
+}
+
+/// Checks a `reporter.conf` text as [`Config::resolve`] would read it; the
+/// fuzz target's way in (the parsed form is private).
+pub fn check_tunables(text: &str) -> Result<(), String> {
+    parse_tunables(text).map(drop)
 }
 
 fn parse_tunables(text: &str) -> Result<Tunables, String> {
@@ -882,6 +906,15 @@ mod tests {
         let err = parse_credentials(r#"{"auths": {"cloud.openshift.com": {"auth": "SECRETVALUE""#)
             .unwrap_err();
         assert!(!err.contains("SECRETVALUE"), "{err}");
+        // Found by fuzz/credentials: a wrong type used to be quoted.
+        let err =
+            parse_credentials(r#"{"auths":{"cloud.openshift.com":"SECRETVALUE"}}"#).unwrap_err();
+        assert!(!err.contains("SECRETVALUE"), "{err}");
+        assert!(err.contains("line 1 column"), "{err}");
+        // The token sent is trimmed; the scrubbed value must be the same.
+        let creds =
+            parse_credentials(r#"{"auths":{"cloud.openshift.com":{"auth":" tok "}}}"#).unwrap();
+        assert!(creds.scrub.iter().any(|s| s.expose() == "tok"));
     }
 
     #[test]

@@ -48,12 +48,16 @@ fn unit_never_blocks_boot_and_holds_no_secret() {
         "credentials never go in Environment="
     );
     assert!(directives("EnvironmentFile").is_empty());
-    for dep in ["Requires", "BindsTo", "Requisite", "Before"] {
+    for dep in ["Requires", "BindsTo", "Requisite"] {
         assert!(
             directives(dep).is_empty(),
             "{dep}= would tie the unit to others"
         );
     }
+    assert_eq!(directives("Before"), ["shutdown.target"]);
+    // Otherwise multi-user.target is ordered after the unit and waits for
+    // network-online.target (seen in tests/vm).
+    assert_eq!(directives("DefaultDependencies"), ["no"]);
     let after = directives("After").join(" ");
     assert!(after.contains("network-online.target"));
     assert!(
@@ -85,4 +89,35 @@ fn unit_runs_with_low_priority_and_hardening() {
         assert_eq!(directives(key), [value], "{key}");
     }
     assert!(Path::new("systemd/assisted-boot-reporter.service").exists());
+}
+
+/// `systemd-analyze security` scores the shipped unit's exposure (0 safe,
+/// 10 unsafe; the upstream reporter's unit scores 9.5). 4.5 is the ceiling;
+/// docs/security.md explains each directive it still flags.
+const MAX_EXPOSURE: f64 = 4.5;
+
+#[test]
+fn unit_exposure_is_at_most_4_5() {
+    let output = Command::new("systemd-analyze")
+        .args(["security", "--offline=true", "--no-pager"])
+        .arg("systemd/assisted-boot-reporter.service")
+        .output()
+        .expect("systemd-analyze must be installed (.ci/run installs systemd)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("Overall exposure level"))
+        .unwrap_or_else(|| panic!("no overall exposure in:\n{stdout}\n{stderr}"));
+    let score: f64 = line
+        .rsplit(':')
+        .next()
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("cannot read the score in {line:?}"));
+    eprintln!("{line}");
+    assert!(
+        score <= MAX_EXPOSURE,
+        "exposure {score} > {MAX_EXPOSURE}:\n{stdout}"
+    );
 }

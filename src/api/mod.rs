@@ -368,23 +368,31 @@ async fn read_capped(
 
 /// The human part of an error body: `reason` or `message` when it is the
 /// service's JSON, else the start of whatever a proxy sent, printable only.
-fn describe_error_body(bytes: &[u8]) -> String {
+/// Public for the fuzz target.
+pub fn describe_error_body(bytes: &[u8]) -> String {
+    // A JSON reason may be empty or span lines (found by fuzz/service_json):
+    // it gets the same one-line, printable treatment as any other body.
     if let Ok(body) = serde_json::from_slice::<ErrorBody>(bytes) {
-        if let Some(text) = body.text() {
-            return clip(text);
+        if let Some(text) = body.text().map(one_printable_line) {
+            if !text.is_empty() {
+                return clip(&text);
+            }
         }
     }
-    let text = String::from_utf8_lossy(bytes);
-    let text: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = one_printable_line(&String::from_utf8_lossy(bytes));
     if text.is_empty() {
         "(empty body)".to_owned()
     } else {
         clip(&text)
     }
+}
+
+fn one_printable_line(text: &str) -> String {
+    let text: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn clip(text: &str) -> String {
@@ -460,6 +468,12 @@ mod tests {
             "<html> <b>Bad gateway</b></html>"
         );
         assert_eq!(describe_error_body(b""), "(empty body)");
+        // Found by fuzz/service_json: an empty or multi-line JSON reason.
+        assert_eq!(describe_error_body(br#"[""]"#), r#"[""]"#);
+        assert_eq!(
+            describe_error_body(br#"{"reason":"line one\nline\u0007 two"}"#),
+            "line one line two"
+        );
         let long = "x".repeat(5000);
         assert!(describe_error_body(long.as_bytes()).chars().count() <= MAX_REASON_CHARS + 1);
     }

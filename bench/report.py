@@ -1,0 +1,527 @@
+"""Turns bench/run's results into the console table and docs/benchmarks.md.
+
+Kept apart from the measuring code so that the doc can be regenerated from a
+saved results file without measuring again:
+
+    python3 bench/report.py target/bench/results.json > docs/benchmarks.md
+"""
+
+import json
+import sys
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+
+def b(n):
+    if n is None:
+        return "-"
+    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+def ratio(a, c):
+    return a / c if c else float("nan")
+
+
+def verdict(ok):
+    return "**met**" if ok else "**missed**"
+
+
+def e2e_rows(e2e):
+    for row in e2e.get("rows", []):
+        a, c = row["agent"], row["baseline"]
+        yield row, a, c
+
+
+# ---------------------------------------------------------------------------
+# Console
+
+
+def table(r, quick):
+    lines = ["", "figure                                        value                       goal"]
+    add = lambda k, v, g="": lines.append(f"{k:<45} {v:<27} {g}")  # noqa: E731
+    e2e = r.get("e2e", {})
+    for row, a, c in e2e_rows(e2e):
+        j = b(row["journal_bytes"])
+        add(f"e2e {j}: wall agent / baseline", f"{a['wall_s']:.1f}s / {c['wall_s']:.1f}s = {ratio(a['wall_s'], c['wall_s']):.2f}", "<= 0.5")
+        add(f"e2e {j}: disk writes agent / baseline", f"{b(a['write_bytes'])} / {b(c['write_bytes'])}", "agent 0 temp bytes")
+        add(f"e2e {j}: bundle agent / baseline", f"{b(a['bundle_bytes'])} / {b(c['bundle_bytes'])}")
+    comp = r.get("compress", {})
+    head = comp.get("headline", {})
+    if head:
+        gib = comp["bytes"] / GIB
+        g6 = head["gzip -6"]["cpu_s"] / gib
+        for name, v in sorted(head.items()):
+            s = v["cpu_s"] / gib
+            add(f"compress {name}", f"{s:.1f} CPU s/GiB ({s / g6:.2f}x gzip -6)", "<= 0.8x gzip -6" if name.endswith("-6") else "")
+    for row in r.get("memory", {}).get("rows", []):
+        add(f"memory peak RSS, {row['journal']} journal", f"{row['peak_kib'] / 1024:.1f} MiB", "<= 32 MiB")
+    rows = r.get("memory", {}).get("rows", [])
+    if len(rows) == 2:
+        add("memory ratio", f"{rows[1]['peak_kib'] / rows[0]['peak_kib']:.3f}", "<= 1.2")
+    idle = r.get("idle", {})
+    if "cpu_s" in idle:
+        add("idle: CPU per cycle", f"{idle['cpu_per_cycle_s']:.2f}s")
+        add("idle: share of one core over the hour", f"{100 * 6 * idle['cpu_per_cycle_s'] / 3600:.3f} %", "<= 1 %")
+        add("idle: RSS between cycles (max)", f"{(idle['idle_rss_kib_max'] or 0) / 1024:.1f} MiB")
+    for row in r.get("binary", {}).get("rows", []):
+        add(f"binary {row['what'][:38]}", f"{b(row['bytes'])}, gzip {b(row['gzip9_bytes'])}", "<= 4 MiB / 2 MiB")
+    load = r.get("load", {})
+    if "agents" in load:
+        add(f"load {load['agents']} agents: errors", str(load["errors"]), "0")
+        for k, v in load.get("requests", {}).items():
+            add(f"load {k} p50 / p99", f"{v['p50_s']:.3f}s / {v['p99_s']:.3f}s", "p99 < 2 s")
+        add("load mock peak RSS", b((load.get("mock_peak_rss_kib") or 0) * 1024))
+    herd = r.get("herd", {})
+    if "second" in herd:
+        s = herd["second"]
+        if s:
+            add(f"herd {herd['agents']} agents: 2nd upload spread", f"{min(s):.1f}..{max(s):.1f}s (interval {herd['interval_s']:.0f}s)")
+    for k in ("e2e", "compress", "memory", "idle", "binary", "load", "herd"):
+        if "error" in r.get(k, {}):
+            add(f"{k}", "FAILED: " + r[k]["error"][:60])
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Markdown
+
+
+def hist(values, lo, hi, bins, width=50):
+    if not values:
+        return "(no data)"
+    step = (hi - lo) / bins
+    counts = [0] * bins
+    for v in values:
+        i = min(bins - 1, max(0, int((v - lo) / step)))
+        counts[i] += 1
+    peak = max(counts) or 1
+    rows = []
+    for i, c in enumerate(counts):
+        bar = "#" * round(width * c / peak)
+        rows.append(f"{lo + i * step:7.1f}–{lo + (i + 1) * step:<7.1f}s {c:5d} {bar}")
+    return "\n".join(rows)
+
+
+def markdown(r, quick, notes):
+    m = r["machine"]
+    L = []
+    w = L.append
+    w("# Benchmarks")
+    w("")
+    if quick:
+        w("> **Quick run (`bench/run --quick`)**: debug builds and tiny sizes, to prove the bench runs. "
+          "These figures mean nothing; the real ones are in docs/benchmarks.md.")
+        w("")
+    w("Every figure below comes from one run of `bench/run` (the one command that reproduces "
+      "all of them: it builds the release binaries, generates its fixtures, starts the mock "
+      "on 127.0.0.1 and writes this file). The agent and what it is compared with were "
+      "measured side by side in that run, alternating where repeated, so the **ratios** hold "
+      "on a shared, noisy machine even where absolute times drift. Raw results: "
+      "`target/bench/results.json`; `python3 bench/report.py target/bench/results.json` "
+      "rewrites this file from them.")
+    w("")
+    w("## Machine")
+    w("")
+    w(f"- {m['date']}, {m['nproc']} cores, {m['cpu']}, kernel {m['kernel']}, {m['rustc']}")
+    w(f"- load before: `{m['uptime_before']}`")
+    w(f"- load after: `{m.get('uptime_after', '?')}`")
+    w("- shared with other engineers building and testing at the same time (load averages above "
+      "the core count mean other work held the cores): absolute seconds are pessimistic, "
+      "CPU seconds (from the kernel's accounting) are less affected, ratios least.")
+    w("")
+    w("```")
+    w(m["free"])
+    w("```")
+    w("")
+    w("## Summary")
+    w("")
+    w("| # | figure | measured | goal | |")
+    w("|---|---|---|---|---|")
+    summary_rows(r, w)
+    w("")
+    for section, fn in (("e2e", md_e2e), ("compress", md_compress), ("memory", md_memory), ("idle", md_idle),
+                        ("binary", md_binary), ("load", md_load), ("herd", md_herd)):
+        if section not in r:
+            continue
+        if "error" in r[section]:
+            w(f"## {section}: could not run")
+            w("")
+            w(f"`{r[section]['error']}`")
+            w("")
+            continue
+        fn(r, w)
+    if notes:
+        w("## Notes from this run")
+        w("")
+        for n in notes:
+            w(f"- {n}")
+        w("")
+    return "\n".join(L) + "\n"
+
+
+def summary_rows(r, w):
+    for row, a, c in e2e_rows(r.get("e2e", {})):
+        j = b(row["journal_bytes"])
+        rt = ratio(a["wall_s"], c["wall_s"])
+        w(f"| 1 | end to end, {j} journal: wall time agent / baseline | {rt:.2f} ({a['wall_s']:.1f} s / {c['wall_s']:.1f} s) | ≤ 0.5 | {verdict(rt <= 0.5)} |")
+        w(f"| 1 | end to end, {j} journal: bytes written to disk, agent / baseline | {b(a['write_bytes'])} / {b(c['write_bytes'])} | agent writes 0 temp bytes | {verdict(a['write_bytes'] == 0)} |")
+        w(f"| 1 | end to end, {j} journal: bundle agent / baseline | {b(a['bundle_bytes'])} / {b(c['bundle_bytes'])} | | |")
+    comp = r.get("compress", {})
+    head = comp.get("headline", {})
+    if head:
+        gib = comp["bytes"] / GIB
+        g6 = head["gzip -6"]["cpu_s"] / gib
+        agent = comp.get("agent_default", "miniz_oxide -6")
+        for name in sorted(head):
+            if name.endswith("-6") and not name.startswith("gzip"):
+                s = head[name]["cpu_s"] / gib
+                mark = " (the agent's default)" if name == agent else ""
+                w(f"| 2 | compression {name}{mark}: CPU s/GiB vs gzip -6 | {s:.1f} vs {g6:.1f} = {s / g6:.2f}x | ≤ 0.8x | {verdict(s / g6 <= 0.8)} |")
+    rows = r.get("memory", {}).get("rows", [])
+    if len(rows) == 2:
+        big = max(x["peak_kib"] for x in rows) / 1024
+        rt = rows[1]["peak_kib"] / rows[0]["peak_kib"]
+        w(f"| 3 | peak RSS bundling {rows[0]['journal']} / {rows[1]['journal']} journal | {rows[0]['peak_kib'] / 1024:.1f} / {rows[1]['peak_kib'] / 1024:.1f} MiB | ≤ 32 MiB | {verdict(big <= 32)} |")
+        w(f"| 3 | peak RSS ratio | {rt:.3f} | ≤ 1.2 | {verdict(rt <= 1.2)} |")
+    idle = r.get("idle", {})
+    if "cpu_s" in idle:
+        share = 100 * 6 * idle["cpu_per_cycle_s"] / 3600
+        w(f"| 4 | idle cost: CPU over the hour (6 cycles × {idle['cpu_per_cycle_s']:.2f} s) | {share:.3f} % of one core | ≤ 1 % | {verdict(share <= 1)} |")
+        if idle.get("idle_rss_kib_max"):
+            w(f"| 4 | RSS between cycles | {idle['idle_rss_kib_max'] / 1024:.1f} MiB (max) | | |")
+    for row in r.get("binary", {}).get("rows", []):
+        ok = row["bytes"] <= 4 * MIB and row["gzip9_bytes"] <= 2 * MIB
+        w(f"| 5 | binary: {row['what']} | {b(row['bytes'])}, gzip -9 {b(row['gzip9_bytes'])} | ≤ 4 MiB / ≤ 2 MiB | {verdict(ok)} |")
+    load = r.get("load", {})
+    if "agents" in load:
+        w(f"| 6 | mock load, {load['agents']} agents at once: errors | {load['errors']} | 0 | {verdict(load['errors'] == 0)} |")
+        for k, v in load.get("requests", {}).items():
+            w(f"| 6 | mock load: {k} p50 / p99 | {v['p50_s']:.3f} s / {v['p99_s']:.3f} s | p99 < 2 s | {verdict(v['p99_s'] < 2)} |")
+        w(f"| 6 | mock load: peak RSS of the mock | {b((load.get('mock_peak_rss_kib') or 0) * 1024)} | | |")
+    sp = r.get("load_spread", {})
+    if "agents" in sp:
+        up = sp["requests"].get("upload")
+        if up:
+            w(f"| 6 | mock load spread over {sp['spread_s']:.0f} s: errors, upload p99, mock peak RSS | {sp['errors']}, {up['p99_s']:.3f} s, {b((sp.get('mock_peak_rss_kib') or 0) * 1024)} | 0, p99 < 2 s | {verdict(sp['errors'] == 0 and up['p99_s'] < 2)} |")
+    herd = r.get("herd", {})
+    if herd.get("second"):
+        s = herd["second"]
+        iv = herd["interval_s"]
+        w(f"| 7 | herd, {herd['agents']} agents started together: second uploads spread over | {min(s):.1f}–{max(s):.1f} s ({(max(s) - min(s)) / iv * 100:.0f} % of the {iv:.0f} s interval) | spread by the jitter | {verdict(max(s) - min(s) > 0.1 * iv)} |")
+
+
+def md_e2e(r, w):
+    e = r["e2e"]
+    w("## 1. End to end: agent vs the upstream-like shell baseline")
+    w("")
+    w("Both ship a generated journal (`bench/tools` `journal-gen`: kubelet, crio, NetworkManager, "
+      "systemd, kernel and ovs lines, gzip -6 ratio ≈ 6.5) to the same release mock on "
+      "127.0.0.1, through the same fake `journalctl` (`tests/fixtures/bin/journalctl` with "
+      "`FAKE_JOURNAL_FILE`, which `cat`s the file: `journalctl -b 0` prints it, unit and "
+      "previous-boot queries print a few lines).")
+    w("")
+    w("- **agent**: the release `assisted-boot-reporter run` on a first boot (fixture root, "
+      "discovery contract dir, fake `ip`/`crictl`/`nmcli`/`systemctl`): lists the hosts, sets "
+      "`Booted with local ignition`, collects every member, streams the tar.gz into the "
+      "upload. Wall time = start of the process to its `uploaded the first host_boot bundle` "
+      "log line (then it is stopped with SIGTERM).")
+    w("- **baseline**: `bench/baseline-upload`, what upstream's reverted "
+      "`assisted-boot-reporter.sh` did per cycle: `journalctl > $tmp/logs/journal.log; "
+      "tar czf $tmp/logs.tar.gz; curl -F upfile=@...`. Wall time = the script's run.")
+    w("- **bytes written to disk**: `write_bytes` of `/proc/<pid>/io` for the whole process "
+      "tree (each is run under a bash wrapper that copies its own `/proc/$$/io` after reaping "
+      "the command: the kernel adds a reaped child's counters to its parent). `write_bytes` "
+      "counts page-cache pages dirtied for a file on a block device (here ext4/virtio on the "
+      "same disk for both), at the moment they are dirtied; rewriting a page that is still "
+      "dirty does not count again; pipes and sockets never count. "
+      "`cancelled` = `cancelled_write_bytes` (dirty pages dropped by a delete or truncate "
+      "before writeback). The mock's own storing of the upload is a separate process, not "
+      "counted for either.")
+    w(f"- each measured {e['reps']}× alternating (baseline, agent, agent, baseline); medians; "
+      "CPU = user + system of the process tree (`wait4`).")
+    w("")
+    w("| journal | who | wall s (runs) | CPU s | write_bytes | cancelled | bundle |")
+    w("|---|---|---|---|---|---|---|")
+    for row, a, c in e2e_rows(e):
+        for who, x in (("agent", a), ("baseline", c)):
+            w(f"| {b(row['journal_bytes'])} | {who} | {x['wall_s']:.1f} ({', '.join(map(str, x['walls']))}) | {x['cpu_s']:.1f} | {b(x['write_bytes'])} | {b(x['cancelled'])} | {b(x['bundle_bytes'])} |")
+    w("")
+    w("Ratios (agent / baseline):")
+    w("")
+    for row, a, c in e2e_rows(e):
+        w(f"- {b(row['journal_bytes'])}: wall **{ratio(a['wall_s'], c['wall_s']):.2f}**, CPU "
+          f"{ratio(a['cpu_s'], c['cpu_s']):.2f}, disk writes {ratio(a['write_bytes'], c['write_bytes']):.3f}, "
+          f"bundle {ratio(a['bundle_bytes'], c['bundle_bytes']):.3f}")
+    w("")
+    w("**Read with care.** The two do not ship the same thing. Past 64 MiB a journal member "
+      "keeps its newest 64 MiB (docs/bundle.md, caps): the agent's 1 GiB bundle holds the "
+      "last 64 MiB of the journal plus every other member, the baseline's the whole GiB "
+      "(which assisted-service, with its 250 MiB upload limit, would refuse when it "
+      "compresses above that). Most of the 1 GiB ratio is the cap, not speed. The 50 MiB "
+      "row is under every cap: the same journal bytes on both sides (the agent adds the "
+      "other ~40 members and sets the stage), so it compares the pipelines themselves.")
+    w("")
+    w("**Temp bytes.** The agent does write to disk: a member's content waits in an unlinked "
+      "ring file of at most one member cap in the state directory (`collect::spool`), because "
+      "a tar header needs the member's size before its first byte and journalctl's output "
+      "size is only known at its end. For a journal over the cap, the ring is rewritten in "
+      "place, so `write_bytes` stays near one cap (64 MiB) whatever the journal weighs, "
+      "against the baseline's whole journal plus its tar.gz. The goal of zero temp bytes is "
+      "missed by design of the tar format, not by accident. What would close it: ask "
+      "journalctl for the size first (a second `journalctl | wc -c` pass: twice the "
+      "journalctl CPU, and the journal grows in between, so the member would need padding or "
+      "cutting), or split the journal into fixed-size members (`this-boot.log.000`, "
+      "`.001`, … each held in memory up to e.g. 1 MiB and written when full: zero temp "
+      "bytes, flat memory, but \"newest 64 MiB\" then needs the total first or a ring of "
+      "members, and readers must concatenate). The ring was chosen because it keeps one file "
+      "per journal and the newest part under a cap.")
+    w("")
+
+
+def md_compress(r, w):
+    c = r["compress"]
+    gib = c["bytes"] / GIB
+    head = c["headline"]
+    g6 = head["gzip -6"]["cpu_s"] / gib
+    w("## 2. Compression: CPU per GiB, flate2 backends and levels")
+    w("")
+    w(f"Data: {b(c['bytes'])} of the generated journal, in the page cache. `bench/deflate` "
+      "(its own cargo package, not a workspace member, so its flate2 features cannot leak "
+      "into the agent) runs the agent's gzip path — flate2 `GzEncoder` fed 64 KiB writes, "
+      "as `tar::Builder` does — once per backend, built with the agent's release profile "
+      "(`opt-level = \"z\"`, fat LTO, one codegen unit); `release-z-backend-o3` is the same "
+      "with only the backend crate at `opt-level = 3` (`[profile.release.package.<crate>]`). CPU = the compressing thread's run time from "
+      "`/proc/thread-self/schedstat` (input already in memory). `gzip -N` = GNU gzip "
+      "reading the same file from the page cache into a pipe, CPU = user + system from "
+      f"`wait4`. Headline figures: median of {c['reps']} interleaved rounds.")
+    w("")
+    w("| what | CPU s/GiB | × gzip -6 | output | ratio |")
+    w("|---|---|---|---|---|")
+    for name in sorted(head, key=lambda n: (n.split()[-1], n)):
+        v = head[name]
+        s = v["cpu_s"] / gib
+        w(f"| {name} | {s:.2f} | {s / g6:.2f} | {b(v['out'])} | {c['bytes'] / v['out']:.2f} |")
+    w("")
+    w("Level sweep (one run each):")
+    w("")
+    w("| backend | profile | level | CPU s/GiB | ratio |")
+    w("|---|---|---|---|---|")
+    for x in c["sweep"]:
+        w(f"| {x['backend']} | {x['profile']} | {x['level']} | {x['cpu_s'] / gib:.2f} | {x['in'] / x['out']:.2f} |")
+    w("")
+    compress_discussion(c, w)
+
+
+def compress_discussion(c, w):
+    gib = c["bytes"] / GIB
+    head = c["headline"]
+    g6 = head["gzip -6"]["cpu_s"] / gib
+    agent = c.get("agent_backend", "miniz_oxide")
+    w(f"**Backend.** The agent is built with flate2's `{agent}` backend, profile "
+      f"`{c.get('agent_profile', 'release')}` (root Cargo.toml). At level 6:")
+    w("")
+    for name in sorted(n for n in head if n.endswith(" -6") and not n.startswith("gzip")):
+        s = head[name]["cpu_s"] / gib
+        w(f"- {name[:-3]}: {s:.1f} CPU s/GiB = {s / g6:.2f}x gzip -6, ratio {c['bytes'] / head[name]['out']:.2f}")
+    w("")
+    sweep = [x for x in c["sweep"] if x["backend"] == agent and x["profile"] == c.get("agent_profile", "release")]
+    if sweep:
+        w(f"**Level.** With `{agent}`, what one bundle at the 200 MiB cap costs "
+          "(the most a bundle can hold; a typical first-boot bundle is smaller) and what it "
+          "puts on the wire:")
+        w("")
+        w("| level | CPU s per 200 MiB bundle | on the wire | share of one core at 6 bundles/h |")
+        w("|---|---|---|---|")
+        for x in sweep:
+            cpu = x["cpu_s"] / gib * 200 / 1024
+            wire = 200 * MIB * x["out"] / x["in"]
+            w(f"| {x['level']} | {cpu:.2f} | {b(wire)} | {100 * 6 * cpu / 3600:.3f} % |")
+        w("")
+    by_level = {x["level"]: x for x in sweep}
+    if {1, 6, 9} <= by_level.keys():
+        cpu = {lv: by_level[lv]["cpu_s"] / gib for lv in by_level}
+        wire = {lv: by_level[lv]["out"] / by_level[lv]["in"] for lv in by_level}
+        w(f"**Default level: 6** (`bundle::GZIP_LEVEL`). Level 1 would save "
+          f"{cpu[6] - cpu[1]:.1f} CPU s per GiB but ship {wire[1] / wire[6]:.2f}x the bytes; "
+          f"level 9 would cost {cpu[9] / cpu[6]:.1f}x the CPU for {100 * (1 - wire[9] / wire[6]):.1f} % "
+          "fewer bytes. At 6, even a bundle at the 200 MiB cap costs a fraction of a "
+          "percent of one core over the hour (table above), inside the 1 % budget of "
+          "section 4, while every host of a cluster uploads its complete, cumulative bundle "
+          "every 10 minutes to one service, often over a WAN link to the SaaS: bytes on the "
+          "wire are paid on the network and by the service, CPU only on a host where "
+          "it is already cheap. The CPU that level 1 would save is what the zlib-rs backend "
+          "already saved against miniz_oxide at level 6.")
+        w("")
+
+
+def md_memory(r, w):
+    m = r["memory"]
+    w("## 3. Memory: peak RSS bundling 100 MiB vs 1 GiB")
+    w("")
+    w("`bench/bundle-memory` (reused as is): `assisted-boot-reporter collect -o FILE` on the "
+      "fixture root with the fake journalctl printing a journal of that size "
+      "(`FAKE_JOURNAL_BYTES`, 64-byte filler lines, plus a token line to redact). "
+      "\"peak RSS\" is the binary's own VmHWM from its summary line; \"time(1)\" is GNU "
+      "time's maxrss, which covers the process only, not the journalctl it runs. Spill bytes "
+      "are what went through the unlinked ring file.")
+    w("")
+    w("```")
+    w(m["text"])
+    w("```")
+    w("")
+
+
+def md_idle(r, w):
+    i = r["idle"]
+    share = 100 * 6 * i["cpu_per_cycle_s"] / 3600
+    w("## 4. Idle cost over a simulated hour")
+    w("")
+    w(f"The release agent on a first boot against the mock, a {i['journal_bytes'] / 1e6:.0f} MB "
+      f"generated journal, `--upload-interval {i['interval_s']:.0f}s` standing for the real 10 "
+      f"minutes; stopped after its {i['cycles']}th upload (uploads at "
+      f"{', '.join(f'{t:.1f}' for t in i['upload_times'])} s). CPU = user + system of the "
+      "agent and every command it ran (`wait4` on the wrapper, i.e. `/proc/<pid>/stat` "
+      "utime+stime+cutime+cstime at exit). The real hour holds the same 6 cycles; between "
+      "them the agent sleeps on one timer (first boot: no kubelet polling), so the hour's "
+      "cost is the cycles' cost.")
+    w("")
+    w(f"- CPU over the run: {i['cpu_s']:.2f} s for {i['cycles']} cycles = **{i['cpu_per_cycle_s']:.2f} s per cycle**")
+    w(f"- over the real hour: 6 × {i['cpu_per_cycle_s']:.2f} s / 3600 s = **{share:.3f} % of one core** (goal ≤ 1 %)")
+    if i.get("idle_rss_kib_max"):
+        w(f"- RSS between cycles (VmRSS sampled every 100 ms while no collector child ran and "
+          f"the agent used no CPU, {i['idle_observed_s']:.1f} s of such samples): median "
+          f"{i['idle_rss_kib_median'] / 1024:.1f} MiB, max {i['idle_rss_kib_max'] / 1024:.1f} MiB; "
+          f"peak (VmHWM) {(i['peak_rss_kib'] or 0) / 1024:.1f} MiB")
+    w("")
+
+
+def md_binary(r, w):
+    w("## 5. Binary size")
+    w("")
+    w("The x86_64 static (glibc `+crt-static`) release binary, built as `packaging/build-all` "
+      "does (`--target x86_64-unknown-linux-gnu`, `-Wl,-u,statx`, RELR, `--icf=all`), "
+      "stripped by the release profile; gzip = `gzip -9`, what an ignition `compression: "
+      "gzip` file source carries. Profile and dependency feature trimming are "
+      "docs/packaging.md's (issue 5); the backend's impact is in section 2's discussion.")
+    w("")
+    w("| binary | bytes | gzip -9 | static | stripped |")
+    w("|---|---|---|---|---|")
+    for row in r["binary"]["rows"]:
+        w(f"| {row['what']} | {row['bytes']:,} ({b(row['bytes'])}) | {row['gzip9_bytes']:,} ({b(row['gzip9_bytes'])}) | {row['static']} | {row['stripped']} |")
+    w("")
+
+
+def md_load(r, w):
+    l = r["load"]
+    w("## 6. Mock service load")
+    w("")
+    w(f"`bench/tools` `mock-load`: {l['agents']} simulated agents, each with its own HTTP "
+      "client (own connection), built first and then released at the same instant by a "
+      "barrier; each lists its infra-env's hosts (50 hosts per cluster), sets `Booted with "
+      f"local ignition`, uploads a real `host_boot` bundle of {b(l['bundle_bytes'])} (made by "
+      "`assisted-boot-reporter collect` from a generated journal). One attempt per request, "
+      f"120 s timeout per request, 600 s for the run. Release mock, data dir on {l['data_dir']}; "
+      "it writes, fsyncs and then reads through every upload (gunzip + tar) to mark it "
+      "valid. Latency = request sent to last byte of the answer. Peak RSS = the mock's "
+      "VmHWM at the end.")
+    w("")
+    w("Two runs against a fresh mock each: **burst**, all agents released at once (the goal's "
+      "scenario), and **spread**, each agent starting at a uniformly random offset over "
+      f"{r.get('load_spread', {}).get('spread_s', 0):.0f} s, which is how the ±10 % jitter spreads "
+      "the hosts of a cluster from their second cycle on (section 7).")
+    w("")
+    for name, run in (("burst", l), ("spread", r.get("load_spread"))):
+        if not run or "agents" not in run:
+            continue
+        w(f"**{name}**: agents completed {run['completed_agents']} / {run['agents']}, errors "
+          f"**{run['errors']}** {json.dumps(run['error_kinds']) if run['error_kinds'] else ''}; "
+          f"run {run['wall_s']:.1f} s, {b(run['uploaded_bytes'])} uploaded; mock peak RSS "
+          f"**{b((run.get('mock_peak_rss_kib') or 0) * 1024)}**, mock CPU {run.get('mock_cpu_s') or 0:.1f} s")
+        w("")
+        w("| request | count | p50 s | p90 s | p99 s | max s |")
+        w("|---|---|---|---|---|---|")
+        for k, v in list(run["requests"].items()) + [("whole agent", run["agent_total"])]:
+            w(f"| {k} | {v['count']} | {v['p50_s']:.3f} | {v['p90_s']:.3f} | {v['p99_s']:.3f} | {v['max_s']:.3f} |")
+        w("")
+    up = l["requests"].get("upload", {})
+    if up and up.get("p99_s", 0) >= 2:
+        total = l["bundle_bytes"] * l["agents"]
+        w(f"**Why the burst misses p99 < 2 s.** All {l['agents']} agents push {b(total)} at once "
+          f"into a mock on {r['machine']['nproc']} shared cores, which writes and fsyncs each "
+          "upload and then inflates it completely (about 6.5x the bytes) to mark it valid, on "
+          "tokio's blocking pool: the last upload cannot finish before the mock has done all "
+          "of that, so the upload p99 is the run's length, and the CPU-bound validations "
+          "starve the small requests too. This is the mock's cost, not the agent's: the real "
+          "service stores the stream without inflating it. What would close it: in the mock, "
+          "a semaphore of one validation per core (keeps the API answering while uploads "
+          "queue), or validating lazily when a bundle is viewed; in the field, the arrival "
+          "pattern of the spread run, which is what the jitter produces from the second "
+          "cycle on. The first cycle cannot be spread by the agent (it follows each host's "
+          "boot); hosts of one cluster reach their first boot from disk over minutes, not "
+          "in one second. The mock's peak RSS grows with uploads in flight (per-connection "
+          "buffers and the blocking pool's threads each inflating one bundle), not with "
+          "their total size.")
+        w("")
+
+
+def md_herd(r, w):
+    h = r["herd"]
+    iv = h["interval_s"]
+    w("## 7. Herd: agents started in the same second")
+    w("")
+    w(f"{h['agents']} real release agents (one process each, own discovery contract and state "
+      f"directory, one shared fixture root, first boot) against one mock, each spawned "
+      "stopped (`sh -c 'kill -STOP $$; exec agent …'`) and then all released by SIGCONT "
+      f"within {h['spawn_s']:.2f} s, `--upload-interval {iv:.0f}s`. Their PATH is an empty directory so "
+      "that collectors find no command to run and a thousand agents fit on two cores; the "
+      "scheduling under test (first bundle right after the stage report, then the interval "
+      "with ±10 % jitter, `agent::jittered`) is the real code. Upload start = the mock's "
+      "request journal time of each `POST …/logs`, relative to the release. Stopped with "
+      "SIGTERM once every agent had started its second upload (bounded at 4 intervals).")
+    w("")
+    f = h["first"]
+    s = h["second"]
+    if f:
+        w(f"First uploads ({len(f)}): {min(f):.1f}–{max(f):.1f} s after the release "
+          "(no jitter on the first bundle: hosts booting together upload together, bounded by "
+          "how fast they boot).")
+        w("")
+    if s:
+        w(f"Second uploads ({len(s)} of {h['agents']}), seconds after the spawn:")
+        w("")
+        w("```")
+        w(hist(s, min(s) - 0.05 * iv, max(s) + 0.05 * iv, 16))
+        w("```")
+        w("")
+        g = h.get("gaps", [])
+        if g:
+            w("Per host, second upload start minus first upload start (the first upload's "
+              f"duration plus the jittered wait; the jitter alone spans {0.9 * iv:.0f}–{1.1 * iv:.0f} s):")
+            w("")
+            w("```")
+            w(hist(g, 0.85 * iv, max(max(g), 1.15 * iv), 16))
+            w("```")
+            w("")
+    sim = h["sim_600"]
+    w("At the real interval (10 min) the same formula, simulated for 1,000 hosts "
+      "(`interval × (0.9 + 0.2 U)`, U uniform; a faithful simulation of `agent::jittered`, "
+      "not the binary):")
+    w("")
+    w("```")
+    w(hist(sim, 540, 660, 12))
+    w("```")
+    w("")
+    w("The jitter turns a 1,000-host spike into about 1,000 / 120 s ≈ 8 uploads a second "
+      "at the service from the second cycle on; it cannot spread the first cycle, which "
+      "follows each host's boot.")
+    w("")
+
+
+if __name__ == "__main__":
+    results = json.load(open(sys.argv[1]))
+    quick = len(sys.argv) > 2 and sys.argv[2] == "--quick"
+    sys.stdout.write(markdown(results, quick, results.get("notes", [])))

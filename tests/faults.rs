@@ -1,0 +1,1408 @@
+//! The fault matrix: the real agent binary against the real mock (or a small
+//! front of ours where the mock cannot misbehave the way we need), on
+//! loopback, with short intervals, through every way the service, the
+//! network or the host can go wrong.
+//!
+//! Every scenario ends in [`assess`], which checks the same four things:
+//! the agent exits 0; it made no more requests than a formula computed from
+//! the run's length allows (no busy loop); every bundle the mock stored was
+//! a complete tar.gz with a manifest, and no failed upload left anything
+//! stored or half-stored; and, where the fault heals, a complete bundle
+//! arrived within one interval of the recovery. `docs/reliability.md` holds
+//! the matrix with the figures these tests print (`MATRIX ...` lines).
+//!
+//! A CA that does not match is covered by `tests/tls.rs`.
+
+mod common;
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::*;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// `--upload-interval`.
+const INTERVAL: Duration = Duration::from_secs(1);
+/// `--retry-attempts`.
+const ATTEMPTS: u64 = 3;
+/// The agent's interval jitter (±10 %).
+const JITTER: f64 = 0.10;
+/// Time a recovered cycle may spend on the host list and the stage report
+/// before its upload, on a loaded CI machine.
+const CYCLE_SLACK: Duration = Duration::from_secs(1);
+
+// ---------------------------------------------------------------------------
+// Running the agent with the matrix's flags
+
+/// Per-scenario flags; the rest are the matrix's (`--upload-interval 1s
+/// --retry-initial-delay 100ms --retry-max-delay 500ms --retry-attempts 3`).
+struct Knobs {
+    timeout: &'static str,
+    request_timeout: &'static str,
+    command_timeout: &'static str,
+    retry_max_delay: &'static str,
+    service_url: Option<String>,
+    env: Vec<(String, String)>,
+    deadline: Duration,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Knobs {
+            timeout: "4s",
+            request_timeout: "4s",
+            command_timeout: "5s",
+            retry_max_delay: "500ms",
+            service_url: None,
+            env: Vec::new(),
+            deadline: HARD_DEADLINE,
+        }
+    }
+}
+
+fn run_args(sc: &Scenario, k: &Knobs) -> Vec<String> {
+    let mut args: Vec<String> = ["--log-level", "debug", "run"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let mut push = |key: &str, value: &str| {
+        args.push(key.to_owned());
+        args.push(value.to_owned());
+    };
+    push("--config-dir", &sc.config_dir.to_string_lossy());
+    push("--state-dir", &sc.state_dir.to_string_lossy());
+    push("--root", &sc.root.to_string_lossy());
+    push("--upload-interval", "1s");
+    push("--timeout", k.timeout);
+    push("--retry-initial-delay", "100ms");
+    push("--retry-max-delay", k.retry_max_delay);
+    push("--retry-attempts", &ATTEMPTS.to_string());
+    push("--command-timeout", k.command_timeout);
+    push("--request-timeout", k.request_timeout);
+    // Nothing listens on the discard port: kubelet is never healthy here.
+    push("--kubelet-healthz-url", "http://127.0.0.1:9/healthz");
+    if let Some(url) = &k.service_url {
+        push("--service-url", url);
+    }
+    args
+}
+
+fn opts(sc: &Scenario, k: &Knobs) -> AgentOpts {
+    AgentOpts {
+        raw_args: Some(run_args(sc, k)),
+        env: k.env.clone(),
+        deadline: k.deadline,
+        ..AgentOpts::default()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Watching every bundle the mock stores
+
+/// One stored bundle as the watcher saw it.
+#[derive(Debug)]
+struct Stored {
+    /// Modification time of the stored file: when its upload finished.
+    at: SystemTime,
+    /// Member count, or why it is not a complete bundle.
+    verdict: Result<usize, String>,
+}
+
+/// The mock keeps only the newest bundle per host and logs type, replaced by
+/// an atomic rename; polling its path every few milliseconds sees each one
+/// (uploads are at least one bundle build apart) and checks it whole.
+struct BundleWatcher {
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Vec<Stored>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn bundle_path(sc: &Scenario) -> PathBuf {
+    sc.data_dir
+        .join("bundles")
+        .join(CLUSTER_ID)
+        .join(HOST_ID)
+        .join("host_boot.tar.gz")
+}
+
+impl BundleWatcher {
+    fn start(path: PathBuf) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let thread = {
+            let (stop, seen) = (Arc::clone(&stop), Arc::clone(&seen));
+            std::thread::spawn(move || {
+                let mut last = None;
+                loop {
+                    // One more look after the stop request, so the last
+                    // upload of the run is never missed.
+                    let stopping = stop.load(Ordering::SeqCst);
+                    if let Ok(file) = std::fs::File::open(&path) {
+                        if let Ok(meta) = file.metadata() {
+                            let id = (meta.ino(), meta.len(), meta.mtime(), meta.mtime_nsec());
+                            if last != Some(id) {
+                                last = Some(id);
+                                let at = meta.modified().unwrap_or_else(|_| SystemTime::now());
+                                let verdict = verify_bundle(file);
+                                seen.lock().unwrap().push(Stored { at, verdict });
+                            }
+                        }
+                    }
+                    if stopping {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(3));
+                }
+            })
+        };
+        BundleWatcher {
+            stop,
+            seen,
+            thread: Some(thread),
+        }
+    }
+
+    fn stop(mut self) -> Vec<Stored> {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.join().expect("watcher thread");
+        }
+        std::mem::take(&mut *self.seen.lock().unwrap())
+    }
+}
+
+/// Reads the whole archive: every member to its end, the end-of-archive
+/// marker, the gzip trailer, and a manifest listing collectors.
+fn verify_bundle(file: std::fs::File) -> Result<usize, String> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut count = 0;
+    let mut manifest = None;
+    for entry in archive
+        .entries()
+        .map_err(|e| format!("not a tar.gz: {e}"))?
+    {
+        let mut entry = entry.map_err(|e| format!("bad entry after {count} members: {e}"))?;
+        let name = entry
+            .path()
+            .map_err(|e| format!("bad member name: {e}"))?
+            .to_string_lossy()
+            .into_owned();
+        let mut data = Vec::new();
+        entry
+            .read_to_end(&mut data)
+            .map_err(|e| format!("member {name} truncated: {e}"))?;
+        if name.ends_with("/manifest.json") || name == "manifest.json" {
+            manifest = Some(data);
+        }
+        count += 1;
+    }
+    let mut rest = Vec::new();
+    archive
+        .into_inner()
+        .read_to_end(&mut rest)
+        .map_err(|e| format!("gzip stream incomplete: {e}"))?;
+    let manifest = manifest.ok_or("no manifest.json")?;
+    let manifest: Value =
+        serde_json::from_slice(&manifest).map_err(|e| format!("manifest.json: {e}"))?;
+    if manifest["collectors"].as_array().is_none_or(Vec::is_empty) {
+        return Err("manifest.json lists no collectors".into());
+    }
+    Ok(count)
+}
+
+// ---------------------------------------------------------------------------
+// The common verdict
+
+/// When the fault stops.
+enum Recovery {
+    /// At a moment the test knows (service started, host registered...).
+    At(SystemTime),
+    /// When the mock answered the last request it injected a fault into.
+    AfterInjectedFaults,
+    /// At a moment our front recorded.
+    Recorded(Arc<Mutex<Option<SystemTime>>>),
+    /// The fault is permanent for this boot; the reason goes in the matrix.
+    Never(&'static str),
+}
+
+/// Requests the agent may make over a run of `elapsed`: cycles start at
+/// least 0.9 interval apart; a cycle makes at most `attempts` host lists,
+/// `2 × attempts` progress PUTs (the new stage, then its progress-info
+/// fallback) and `attempts` uploads; the bundle at the deadline adds
+/// `attempts` uploads.
+fn request_bound(elapsed: Duration) -> u64 {
+    let min_gap = INTERVAL.as_secs_f64() * (1.0 - JITTER);
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let cycles = (elapsed.as_secs_f64() / min_gap).floor() as u64 + 1;
+    cycles * ATTEMPTS * 4 + ATTEMPTS
+}
+
+fn parse_at(record: &Value) -> SystemTime {
+    let at = record["at"].as_str().expect("request time");
+    humantime::parse_rfc3339_weak(at).unwrap_or_else(|e| panic!("request time {at}: {e}"))
+}
+
+fn status_of(r: &Value) -> u64 {
+    r["status"].as_u64().unwrap_or(0)
+}
+
+/// Longest upload the agent reported (`... bytes compressed in 123ms`).
+fn longest_upload(stderr: &str) -> Duration {
+    stderr
+        .lines()
+        .filter_map(|l| l.split(" compressed in ").nth(1))
+        .filter_map(|d| humantime::parse_duration(d.trim()).ok())
+        .max()
+        .unwrap_or_default()
+}
+
+/// Attempts that never reached the mock (refused, unresolved, timed out):
+/// each is logged once, as a retry warning or as the cycle's failure.
+fn transport_failures(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .filter(|l| l.contains("cannot reach the service"))
+        .count() as u64
+}
+
+fn part_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(part_files(&path));
+        } else if path.to_string_lossy().ends_with(".part") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The checks every scenario ends with; prints the scenario's matrix line.
+#[allow(clippy::too_many_arguments)]
+async fn assess(
+    name: &str,
+    sc: &Scenario,
+    base: Option<&str>,
+    run: &AgentRun,
+    stored: &[Stored],
+    recovery: &Recovery,
+    requests_not_seen_by_mock: u64,
+) {
+    run.assert_code(0);
+    let stderr = run.stderr_text();
+
+    let requests = match base {
+        Some(base) => api_requests(base).await,
+        None => Vec::new(),
+    };
+    let total = requests.len() as u64 + transport_failures(&stderr) + requests_not_seen_by_mock;
+    let bound = request_bound(run.elapsed);
+    assert!(
+        total <= bound,
+        "{name}: {total} requests in {:?}: more than the {bound} the retry policy allows (busy loop?)",
+        run.elapsed
+    );
+
+    for s in stored {
+        if let Err(why) = &s.verdict {
+            panic!("{name}: the mock stored an incomplete bundle: {why}");
+        }
+    }
+    let delivered = log_uploads(&requests)
+        .into_iter()
+        .filter(|r| (200..300).contains(&status_of(r)))
+        .count();
+    assert_eq!(
+        stored.len(),
+        delivered,
+        "{name}: {} bundles stored but the mock answered 2xx to {delivered} uploads",
+        stored.len()
+    );
+    if let Some(base) = base {
+        let state = admin_state(base).await;
+        let uploads = state["hosts"]
+            .as_array()
+            .and_then(|hosts| hosts.iter().find(|h| h["id"] == HOST_ID))
+            .map_or(0, |h| uploads_of(h, "host_boot"));
+        assert_eq!(
+            uploads, delivered as u64,
+            "{name}: the mock counts {uploads} stored uploads, {delivered} were answered 2xx"
+        );
+    }
+    let parts = part_files(&sc.data_dir);
+    assert!(
+        parts.is_empty(),
+        "{name}: half-stored uploads left behind: {parts:?}"
+    );
+
+    let recovered_at = match recovery {
+        Recovery::At(t) => Some(*t),
+        Recovery::Recorded(t) => Some(t.lock().unwrap().expect("recovery time recorded")),
+        Recovery::AfterInjectedFaults => requests
+            .iter()
+            .filter(|r| r["fault"] == true)
+            .map(|r| parse_at(r) + Duration::from_millis(r["duration_ms"].as_u64().unwrap_or(0)))
+            .max(),
+        Recovery::Never(_) => None,
+    };
+    let recovery_took = recovered_at.map(|t0| {
+        let first = stored
+            .iter()
+            .find(|s| s.at >= t0)
+            .unwrap_or_else(|| panic!("{name}: no complete bundle arrived after the recovery"));
+        let took = first.at.duration_since(t0).unwrap_or_default();
+        let allowed = INTERVAL.mul_f64(1.0 + JITTER) + longest_upload(&stderr) + CYCLE_SLACK;
+        assert!(
+            took <= allowed,
+            "{name}: the first bundle after the recovery took {took:?}, more than one interval \
+             ({allowed:?} with jitter, the slowest upload and {CYCLE_SLACK:?} for the cycle's \
+             host list and stage report)"
+        );
+        took
+    });
+
+    sc.final_checks(base).await;
+    let recovery_text = match (recovery, recovery_took) {
+        (Recovery::Never(why), _) => format!("n/a ({why})"),
+        (_, Some(d)) => format!("{} ms", d.as_millis()),
+        (_, None) => "none".into(),
+    };
+    eprintln!(
+        "MATRIX | {name} | pass | exit 0 | requests {total} <= {bound} in {:.1}s | {} bundles stored, all complete | recovery to bundle: {recovery_text}",
+        run.elapsed.as_secs_f64(),
+        stored.len(),
+    );
+}
+
+/// A mock, a contract pointing at it, and a watcher on its bundle.
+async fn world(tag: &str) -> (Scenario, mock_assisted_service::MockServer, String) {
+    let sc = Scenario::new(tag);
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    (sc, mock, base)
+}
+
+async fn stage_of(base: &str) -> Value {
+    let state = admin_state(base).await;
+    host_of(&state, HOST_ID)["current_stage"].clone()
+}
+
+fn first_manifest(sc: &Scenario) -> Value {
+    let members = open_bundle(&bundle_path(sc));
+    let manifest = member(&members, "manifest.json").expect("manifest");
+    serde_json::from_slice(&manifest.data).expect("manifest parses")
+}
+
+fn collector<'a>(manifest: &'a Value, name: &str) -> &'a Value {
+    manifest["collectors"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == name))
+        .unwrap_or_else(|| panic!("no collector {name} in {manifest}"))
+}
+
+// ---------------------------------------------------------------------------
+// The service
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_down_at_start_and_back_later() {
+    let sc = Scenario::new("f-down");
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "6s",
+        ..Knobs::default()
+    };
+    let running = sc.spawn_agent("service down at start", &opts(&sc, &k));
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let up_at = SystemTime::now();
+    let _mock = start_mock_at(
+        &format!("127.0.0.1:{port}"),
+        &sc.seed(&HostSeed::rebooting_master()),
+        &sc.data_dir,
+        false,
+    )
+    .await;
+    let run = sc.wait_agent(running).await;
+    let stored = watcher.stop();
+    assert!(
+        transport_failures(&run.stderr_text()) >= 1,
+        "the agent never saw the service down"
+    );
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    assess(
+        "service down at start, up 2.5s later",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::At(up_at),
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bursts_of_500_502_503_504_are_retried_with_backoff() {
+    let (sc, _mock, base) = world("f-5xx").await;
+    for status in [500, 502, 503, 504] {
+        admin_fault(
+            &base,
+            json!({"endpoint": "any", "status": status, "times": 2}),
+        )
+        .await;
+    }
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "6s",
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("5xx bursts", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    let requests = api_requests(&base).await;
+    let faulted: Vec<u64> = requests
+        .iter()
+        .filter(|r| r["fault"] == true)
+        .map(status_of)
+        .collect();
+    assert_eq!(faulted, [500, 500, 502, 502, 503, 503, 504, 504]);
+    // Retries within a cycle wait the backoff (≥ half the initial delay).
+    for pair in requests.windows(2) {
+        if pair[0]["fault"] == true && pair[0]["path"] == pair[1]["path"] {
+            let gap = parse_at(&pair[1])
+                .duration_since(parse_at(&pair[0]))
+                .unwrap_or_default();
+            assert!(
+                gap >= Duration::from_millis(50),
+                "retried after {gap:?}: {pair:?}"
+            );
+        }
+    }
+    assess(
+        "bursts of 500/502/503/504 (2 each, any endpoint)",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::AfterInjectedFaults,
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_requests_waits_for_retry_after() {
+    let (sc, _mock, base) = world("f-429").await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "list_hosts", "status": 429, "times": 2, "retry_after": "1"}),
+    )
+    .await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "upload_logs", "status": 429, "times": 1, "retry_after": "1"}),
+    )
+    .await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    // A cap above Retry-After, so the wait it asks for is taken whole.
+    let k = Knobs {
+        timeout: "6s",
+        retry_max_delay: "2s",
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("429", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let requests = api_requests(&base).await;
+    for (i, r) in requests.iter().enumerate() {
+        if status_of(r) != 429 {
+            continue;
+        }
+        let next = requests[i + 1..]
+            .iter()
+            .find(|n| n["method"] == r["method"] && n["path"] == r["path"])
+            .unwrap_or_else(|| panic!("429 never retried: {requests:?}"));
+        let gap = parse_at(next)
+            .duration_since(parse_at(r))
+            .unwrap_or_default();
+        assert!(
+            gap >= Duration::from_millis(950),
+            "retried {gap:?} after a 429 with Retry-After: 1"
+        );
+    }
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    assess(
+        "429 with Retry-After: 1 (2x host list, 1x upload)",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::AfterInjectedFaults,
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthorized_and_forbidden_are_not_retried_within_a_cycle() {
+    let (sc, _mock, base) = world("f-401").await;
+    admin_fault(&base, json!({"endpoint": "list_hosts", "status": 401})).await;
+    admin_fault(&base, json!({"endpoint": "list_hosts", "status": 403})).await;
+    admin_fault(&base, json!({"endpoint": "upload_logs", "status": 403})).await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "6s",
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("401/403", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let requests = api_requests(&base).await;
+    for (i, r) in requests.iter().enumerate() {
+        if !matches!(status_of(r), 401 | 403) {
+            continue;
+        }
+        // The next request of any kind starts the next cycle, an interval
+        // later: a refused token is not retried, and nothing is uploaded
+        // with a token the host list just saw refused.
+        let Some(next) = requests.get(i + 1) else {
+            continue;
+        };
+        let gap = parse_at(next)
+            .duration_since(parse_at(r))
+            .unwrap_or_default();
+        assert!(
+            gap >= INTERVAL
+                .mul_f64(1.0 - JITTER)
+                .saturating_sub(Duration::from_millis(50)),
+            "{} {} retried or followed after {gap:?}: {requests:?}",
+            r["method"],
+            status_of(r)
+        );
+        assert_eq!(next["method"], "GET", "after a refusal: {requests:?}");
+    }
+    assert!(run.stderr_text().contains("the agent token was refused"));
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    assess(
+        "401 then 403 on the host list, 403 on an upload",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::AfterInjectedFaults,
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn infra_env_not_found_is_not_retried_within_a_cycle() {
+    let (sc, _mock, base) = world("f-404").await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "list_hosts", "status": 404, "times": 2}),
+    )
+    .await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "5s",
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("404 list", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let requests = api_requests(&base).await;
+    let lists: Vec<&Value> = requests.iter().filter(|r| r["method"] == "GET").collect();
+    assert_eq!(status_of(lists[0]), 404);
+    assert_eq!(status_of(lists[1]), 404);
+    let gap = parse_at(lists[1])
+        .duration_since(parse_at(lists[0]))
+        .unwrap_or_default();
+    assert!(
+        gap >= INTERVAL
+            .mul_f64(1.0 - JITTER)
+            .saturating_sub(Duration::from_millis(50)),
+        "404 retried after {gap:?}"
+    );
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    assess(
+        "404 on the host list (2 cycles)",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::AfterInjectedFaults,
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_unknown_to_the_service_until_it_registers() {
+    let sc = Scenario::new("f-unknown-host");
+    let full_seed = sc.seed(&HostSeed::rebooting_master());
+    let mut empty = full_seed.clone();
+    empty["hosts"] = json!([]);
+    let mock = start_mock_at("127.0.0.1:0", &empty, &sc.data_dir, false).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "7s",
+        ..Knobs::default()
+    };
+    let running = sc.spawn_agent("host unknown", &opts(&sc, &k));
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let resp = http()
+        .post(format!("{base}/admin/seed"))
+        .json(&full_seed)
+        .send()
+        .await
+        .expect("seed");
+    assert!(resp.status().is_success());
+    let known_at = SystemTime::now();
+    let run = sc.wait_agent(running).await;
+    let stored = watcher.stop();
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.contains(&format!("host {HOST_ID} is not in infra-env")),
+        "{stderr}"
+    );
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    assess(
+        "host not in its infra-env's list, registered 3.5s later",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::At(known_at),
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stage_refused_with_409_is_left_alone_and_logs_still_ship() {
+    let (sc, _mock, base) = world("f-409").await;
+    admin_fault(&base, json!({"endpoint": "update_progress", "status": 409})).await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "3s",
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("409", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let requests = api_requests(&base).await;
+    let puts = progress_puts(&requests);
+    assert_eq!(
+        puts.len(),
+        1,
+        "a refused stage is not asked again: {puts:?}"
+    );
+    assert_eq!(stage_of(&base).await, "Rebooting");
+    // The bundle still follows in the same cycle.
+    let put_seq = puts[0]["seq"].as_u64();
+    let next = requests
+        .iter()
+        .find(|r| r["seq"].as_u64() > put_seq)
+        .expect("a request after the PUT");
+    assert!(
+        next["path"].as_str().unwrap().ends_with("/logs") && status_of(next) == 204,
+        "{next}"
+    );
+    assess(
+        "409 on the stage report",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::Never("no fault on the bundle path; first bundle in the same cycle"),
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_stage_and_unknown_logs_type_get_400_and_are_not_repeated() {
+    let sc = Scenario::new("f-400");
+    let mock = sc.start_mock_upstream(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "4s",
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("400 upstream", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let requests = api_requests(&base).await;
+    let puts: Vec<u64> = progress_puts(&requests)
+        .into_iter()
+        .map(status_of)
+        .collect();
+    assert_eq!(
+        puts,
+        [400, 200],
+        "new stage refused, then the progress-info fallback"
+    );
+    let uploads: Vec<u64> = log_uploads(&requests).into_iter().map(status_of).collect();
+    assert_eq!(
+        uploads,
+        [400],
+        "the logs type is refused once, then never sent again on this boot"
+    );
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], "Rebooting");
+    assert!(
+        host["progress_info"]
+            .as_str()
+            .is_some_and(|p| p.contains("local ignition")),
+        "{host}"
+    );
+    assert!(run.stderr_text().contains("no more bundles are sent"));
+    assess(
+        "400 unknown stage and unknown logs type (upstream service)",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::Never("the service refuses host_boot for good: nothing more is sent this boot"),
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_slower_than_the_request_timeout_are_abandoned_and_retried() {
+    let (sc, _mock, base) = world("f-slow").await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "list_hosts", "delay_ms": 2500, "times": 2}),
+    )
+    .await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "upload_logs", "delay_ms": 2500, "times": 1}),
+    )
+    .await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "8s",
+        request_timeout: "1s",
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("slow", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let stderr = run.stderr_text();
+    assert!(
+        transport_failures(&stderr) >= 3,
+        "timeouts not seen as failures:\n{stderr}"
+    );
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    // The delayed upload was abandoned by the agent: the mock then read a
+    // body that ended early and stored nothing (checked by `assess`).
+    assess(
+        "responses 2.5s late with --request-timeout 1s (2x host list, 1x upload)",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::AfterInjectedFaults,
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_reset_in_the_middle_of_an_upload() {
+    let (sc, _mock, base) = world("f-reset").await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "upload_logs", "drop_connection": true, "times": 2}),
+    )
+    .await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "4s",
+        // Enough journal that 64 KiB (where the mock hangs up) is mid-body.
+        // The request covers the bundle's collection too.
+        request_timeout: "30s",
+        env: vec![
+            ("FAKE_JOURNAL_BYTES".into(), "4000000".into()),
+            ("FAKE_JOURNAL_BYTES_SCOPE".into(), "this-boot".into()),
+        ],
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("reset", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let requests = api_requests(&base).await;
+    let uploads: Vec<u64> = log_uploads(&requests).into_iter().map(status_of).collect();
+    assert!(
+        uploads.starts_with(&[0, 0, 204]),
+        "two dropped uploads, retried with a fresh bundle in the same cycle: {uploads:?}"
+    );
+    assess(
+        "connection reset after 64 KiB of an upload (2x)",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::AfterInjectedFaults,
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_json_from_the_service() {
+    let (sc, _mock, base) = world("f-badjson").await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "list_hosts", "status": 200, "body": "{\"hosts\": [{\"id\": "}),
+    )
+    .await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "list_hosts", "status": 200, "body": "[{\"id\": \"not-a-uuid\"}]"}),
+    )
+    .await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "5s",
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("bad json", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.contains("unexpected answer from the service: not a list of hosts"),
+        "{stderr}"
+    );
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    assess(
+        "malformed JSON, then a host with a bad id, in the host list",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::AfterInjectedFaults,
+        0,
+    )
+    .await;
+}
+
+/// A front that answers the first `huge` host lists itself with an endless
+/// JSON array (stopped at 256 MiB) and passes everything else to `backend`.
+async fn huge_front(
+    backend: SocketAddr,
+    huge: u32,
+) -> (SocketAddr, Arc<AtomicU32>, Arc<Mutex<Option<SystemTime>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let left = Arc::new(AtomicU32::new(huge));
+    let served = Arc::new(AtomicU32::new(0));
+    let done_at = Arc::new(Mutex::new(None));
+    {
+        let (served, done_at) = (Arc::clone(&served), Arc::clone(&done_at));
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let (left, served, done_at) =
+                    (Arc::clone(&left), Arc::clone(&served), Arc::clone(&done_at));
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !contains(&head, b"\r\n\r\n") && head.len() < 64 << 10 {
+                        match sock.read(&mut buf).await {
+                            Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
+                            _ => return,
+                        }
+                    }
+                    let first_line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+                    let is_list =
+                        first_line.starts_with(b"GET ") && contains(first_line, b"/hosts ");
+                    if is_list
+                        && left
+                            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                            .is_ok()
+                    {
+                        served.fetch_add(1, Ordering::SeqCst);
+                        serve_endless_array(&mut sock).await;
+                        *done_at.lock().unwrap() = Some(SystemTime::now());
+                        return;
+                    }
+                    let Ok(mut upstream) = TcpStream::connect(backend).await else {
+                        return;
+                    };
+                    if upstream.write_all(&head).await.is_ok() {
+                        let _ = tokio::io::copy_bidirectional(&mut sock, &mut upstream).await;
+                    }
+                });
+            }
+        });
+    }
+    (addr, served, done_at)
+}
+
+async fn serve_endless_array(sock: &mut TcpStream) {
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    if sock.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    let host = format!(
+        r#"{{"id":"{HOST_ID}","status":"installing","progress":{{"current_stage":"Rebooting"}}}},"#
+    );
+    let mut chunk = String::from("[");
+    while chunk.len() < 1 << 20 {
+        chunk.push_str(&host);
+    }
+    let framed = format!("{:x}\r\n{chunk}\r\n", chunk.len());
+    let mut sent = 0usize;
+    while sent < 256 << 20 {
+        if sock.write_all(framed.as_bytes()).await.is_err() {
+            return;
+        }
+        sent += chunk.len();
+    }
+}
+
+/// Peak resident memory of a process (VmHWM), polled until it exits.
+fn watch_peak_rss(pid: u32) -> tokio::task::JoinHandle<u64> {
+    tokio::spawn(async move {
+        let path = format!("/proc/{pid}/status");
+        let mut peak = 0;
+        while let Ok(status) = tokio::fs::read_to_string(&path).await {
+            if let Some(kib) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kib);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        peak
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_json_answer_is_cut_at_the_cap_with_flat_memory() {
+    let sc = Scenario::new("f-huge");
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let (front, served, done_at) = huge_front(mock.addr, 2).await;
+    let front_url = format!("http://{front}");
+    sc.write_config(&front_url, SecretForm::PullSecretJson, true);
+    let base = mock.base_url();
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "6s",
+        ..Knobs::default()
+    };
+    let running = sc.spawn_agent("huge json", &opts(&sc, &k));
+    let peak = watch_peak_rss(running.pid().expect("agent pid"));
+    let run = sc.wait_agent(running).await;
+    let peak_kib = peak.await.unwrap_or(0);
+    let stored = watcher.stop();
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.contains("answer larger than 33554432 bytes"),
+        "{stderr}"
+    );
+    // The front offered 256 MiB twice; the agent holds at most the 32 MiB cap.
+    assert!(
+        peak_kib > 0 && peak_kib < 128 << 10,
+        "peak RSS {peak_kib} KiB"
+    );
+    eprintln!("huge JSON: agent peak RSS {} MiB", peak_kib >> 10);
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    assess(
+        "endless JSON host list (2x, 256 MiB offered, 32 MiB cap)",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::Recorded(done_at),
+        u64::from(served.load(Ordering::SeqCst)),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn name_that_does_not_resolve() {
+    // A name under .invalid never resolves; the agent runs in a network
+    // namespace of its own (loopback only, down), so not even the query
+    // leaves the machine.
+    let probe = std::process::Command::new("unshare")
+        .args(["-n", "true"])
+        .status();
+    assert!(
+        probe.is_ok_and(|s| s.success()),
+        "`unshare -n` (util-linux, root) is needed to keep the DNS query off the network"
+    );
+    let sc = Scenario::new("f-nxdomain");
+    let url = "https://does-not-resolve.invalid";
+    sc.write_config(url, SecretForm::PullSecretJson, true);
+    let k = Knobs {
+        timeout: "3s",
+        ..Knobs::default()
+    };
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+        fake_bin().display()
+    );
+    let started = Instant::now();
+    let child = tokio::process::Command::new("unshare")
+        .arg("-n")
+        .arg(agent_bin())
+        .args(run_args(&sc, &k))
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", &sc.home)
+        .env("FAKE_JOURNAL_EXTRA", sc.journal_extra())
+        .env("FAKE_SYSTEMCTL_LOG", &sc.systemctl_log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn unshare");
+    let output = tokio::time::timeout(HARD_DEADLINE, child.wait_with_output())
+        .await
+        .expect("agent exits within the hard deadline")
+        .expect("agent output");
+    let run = AgentRun {
+        label: "name does not resolve".into(),
+        code: output.status.code(),
+        stdout: output.stdout,
+        stderr: output.stderr,
+        elapsed: started.elapsed(),
+    };
+    eprintln!("--- stderr ---\n{}", run.stderr_text());
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.contains("does-not-resolve.invalid") && stderr.contains("dns error"),
+        "the failure does not name the name and DNS:\n{stderr}"
+    );
+    assert!(transport_failures(&stderr) >= 1);
+    for secret in [&sc.token, &sc.other_auth] {
+        assert!(!contains(&run.stderr, secret.as_bytes()));
+        assert!(!contains(&run.stdout, secret.as_bytes()));
+    }
+    assess(
+        "a service name that does not resolve",
+        &sc,
+        None,
+        &run,
+        &[],
+        &Recovery::Never("the name never resolves"),
+        0,
+    )
+    .await;
+}
+
+// ---------------------------------------------------------------------------
+// The host
+
+/// A tmpfs over the state directory, unmounted (lazily) when dropped.
+struct TmpfsMount(PathBuf);
+
+impl Drop for TmpfsMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+fn mount_tmpfs(dir: &Path, options: &str) -> Option<TmpfsMount> {
+    let ok = std::process::Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            options,
+            "abr-test",
+            &dir.to_string_lossy(),
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then(|| TmpfsMount(dir.to_owned()))
+}
+
+/// How the state directory was broken, for the matrix.
+enum Broken {
+    Tmpfs {
+        _unmount_on_drop: TmpfsMount,
+    },
+    /// Not root: a regular file where the directory should be (ENOTDIR).
+    FileInstead,
+}
+
+fn fill_state_dir(sc: &Scenario) -> Broken {
+    let Some(mount) = mount_tmpfs(&sc.state_dir, "size=256k,mode=0700") else {
+        eprintln!("cannot mount a tmpfs (not root?): a file stands where the state dir should be");
+        std::fs::remove_dir(&sc.state_dir).unwrap();
+        std::fs::write(&sc.state_dir, b"not a directory").unwrap();
+        return Broken::FileInstead;
+    };
+    // Fill it to the last page: every later write gets ENOSPC.
+    let mut filler = std::fs::File::create(sc.state_dir.join("filler")).unwrap();
+    let block = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut filler, &block).is_ok() {}
+    Broken::Tmpfs {
+        _unmount_on_drop: mount,
+    }
+}
+
+fn read_only_state_dir(sc: &Scenario) -> Broken {
+    let Some(mount) = mount_tmpfs(&sc.state_dir, "size=1m,mode=0700") else {
+        eprintln!("cannot mount a tmpfs (not root?): a file stands where the state dir should be");
+        std::fs::remove_dir(&sc.state_dir).unwrap();
+        std::fs::write(&sc.state_dir, b"not a directory").unwrap();
+        return Broken::FileInstead;
+    };
+    let ok = std::process::Command::new("mount")
+        .args(["-o", "remount,ro", &sc.state_dir.to_string_lossy()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "remounting the state dir's tmpfs read-only");
+    Broken::Tmpfs {
+        _unmount_on_drop: mount,
+    }
+}
+
+async fn broken_state_dir(tag: &str, name: &str, expect: &str, read_only: bool) {
+    let (sc, _mock, base) = world(tag).await;
+    let broken = if read_only {
+        read_only_state_dir(&sc)
+    } else {
+        fill_state_dir(&sc)
+    };
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "4s",
+        // Past the 256 KiB a member may keep in memory: the journal wants
+        // a spill file, which the broken state dir cannot hold.
+        request_timeout: "30s",
+        env: vec![
+            ("FAKE_JOURNAL_BYTES".into(), "3000000".into()),
+            ("FAKE_JOURNAL_BYTES_SCOPE".into(), "this-boot".into()),
+        ],
+        ..Knobs::default()
+    };
+    let run = sc.run_agent(name, &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let stderr = run.stderr_text();
+    let expect = match broken {
+        Broken::Tmpfs { .. } => expect,
+        Broken::FileInstead => "Not a directory",
+    };
+    assert!(
+        stderr.contains(expect) && stderr.contains("ledger"),
+        "the ledger failure is not reported ({expect}):\n{stderr}"
+    );
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    let manifest = first_manifest(&sc);
+    assert_eq!(manifest["meta"]["boot_number"], 1, "{}", manifest["meta"]);
+    let label = match broken {
+        Broken::Tmpfs { .. } => name.to_owned(),
+        Broken::FileInstead => format!("{name} (simulated: a file instead of the dir)"),
+    };
+    assess(
+        &label,
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::Never("the disk stays broken; bundles ship all along"),
+        0,
+    )
+    .await;
+    drop(broken);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_directory_on_a_full_disk() {
+    broken_state_dir(
+        "f-enospc",
+        "state dir on a full tmpfs (ENOSPC)",
+        "No space left on device",
+        false,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_directory_read_only() {
+    broken_state_dir(
+        "f-erofs",
+        "state dir on a read-only tmpfs (EROFS)",
+        "Read-only file system",
+        true,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collectors_that_hang_are_killed_and_bundles_still_ship() {
+    let (sc, _mock, base) = world("f-hang").await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "4s",
+        command_timeout: "1s",
+        // Every journalctl call costs the 1s command timeout: a bundle
+        // takes tens of seconds to collect, inside one request.
+        request_timeout: "120s",
+        env: vec![("FAKE_JOURNAL_SLEEP".into(), "30".into())],
+        deadline: Duration::from_secs(240),
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("hanging journalctl", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    let manifest = first_manifest(&sc);
+    let journal = collector(&manifest, "journal");
+    assert_ne!(journal["status"], "ok", "{journal}");
+    let killed = journal["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| {
+            f["status"] == "timed_out" && f["reason"] == "killed after the 1s command timeout"
+        })
+        .count();
+    assert!(killed > 0, "no journalctl call reported killed: {journal}");
+    assess(
+        "journalctl hangs (sleep 30, --command-timeout 1s)",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::Never("journalctl hangs all run long; bundles ship all along"),
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collector_printing_300_mb_is_capped() {
+    let (sc, _mock, base) = world("f-big").await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "3s",
+        request_timeout: "60s",
+        command_timeout: "60s",
+        env: vec![
+            ("FAKE_JOURNAL_BYTES".into(), "300000000".into()),
+            ("FAKE_JOURNAL_BYTES_SCOPE".into(), "this-boot".into()),
+        ],
+        deadline: Duration::from_secs(240),
+        ..Knobs::default()
+    };
+    let running = sc.spawn_agent("300 MB journal", &opts(&sc, &k));
+    let peak = watch_peak_rss(running.pid().expect("agent pid"));
+    let run = sc.wait_agent(running).await;
+    let peak_kib = peak.await.unwrap_or(0);
+    let stored = watcher.stop();
+    let manifest = first_manifest(&sc);
+    let this_boot = manifest["collectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["files"].as_array().into_iter().flatten())
+        .find(|f| f["path"] == "journal/this-boot.log")
+        .unwrap_or_else(|| panic!("no journal/this-boot.log in {manifest}"))
+        .clone();
+    assert_eq!(this_boot["truncated"], true, "{this_boot}");
+    assert!(
+        this_boot["original_bytes"].as_u64().unwrap_or(0) >= 300_000_000,
+        "{this_boot}"
+    );
+    assert!(
+        peak_kib > 0 && peak_kib < 128 << 10,
+        "peak RSS {peak_kib} KiB"
+    );
+    eprintln!(
+        "300 MB journal: agent peak RSS {} MiB, stored bundle {} bytes",
+        peak_kib >> 10,
+        std::fs::metadata(bundle_path(&sc)).map_or(0, |m| m.len())
+    );
+    assess(
+        "journalctl prints 300 MB",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::Never("every bundle carries the capped journal"),
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_collector_tools_are_reported_not_fatal() {
+    let (sc, _mock, base) = world("f-missing").await;
+    // Only systemctl (fake, for cleanup): no journalctl, ip, nmcli, crictl.
+    let bin = sc.tmp.path().join("only-systemctl");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(fake_bin().join("systemctl"), bin.join("systemctl")).unwrap();
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "3s",
+        env: vec![("PATH".into(), bin.to_string_lossy().into_owned())],
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("no tools", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let manifest = first_manifest(&sc);
+    let journal = collector(&manifest, "journal");
+    let from_journalctl: Vec<&Value> = journal["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| {
+            f["source"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("journalctl "))
+        })
+        .collect();
+    assert!(!from_journalctl.is_empty(), "{journal}");
+    for f in from_journalctl {
+        assert_eq!(f["status"], "skipped", "{f}");
+        assert_eq!(f["reason"], "journalctl not found on PATH", "{f}");
+    }
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    assess(
+        "collector tools missing from PATH",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::Never("tools stay missing; bundles ship all along"),
+        0,
+    )
+    .await;
+}
+
+#[test]
+fn the_request_bound_is_what_the_matrix_says() {
+    // 4 s at a 1 s interval: at most 5 cycles (0.9 s apart) of 3 lists,
+    // 6 PUTs and 3 uploads each, and 3 uploads of the last bundle.
+    assert_eq!(request_bound(Duration::from_secs(4)), 5 * 12 + 3);
+    assert_eq!(request_bound(Duration::ZERO), 15);
+}
