@@ -386,16 +386,7 @@ impl Reporter {
             current_stage: target,
             progress_info: finding.as_deref(),
         };
-        match self
-            .client
-            .update_progress(
-                self.config.infra_env_id,
-                self.config.host_id,
-                &request,
-                Some(self.deadline),
-            )
-            .await
-        {
+        match self.put_progress(&request).await {
             Ok(()) => {
                 tracing::info!("stage set: {current:?} -> {target:?}");
                 self.service_stage = Some(target.to_owned());
@@ -443,16 +434,7 @@ impl Reporter {
             current_stage: current,
             progress_info: Some(&info),
         };
-        match self
-            .client
-            .update_progress(
-                self.config.infra_env_id,
-                self.config.host_id,
-                &request,
-                Some(self.deadline),
-            )
-            .await
-        {
+        match self.put_progress(&request).await {
             Ok(()) => {
                 tracing::warn!(
                     "the service does not know stage {target:?} ({}); reported it as progress info on stage {current:?} instead",
@@ -497,16 +479,7 @@ impl Reporter {
             current_stage: &stage,
             progress_info: Some(&info),
         };
-        match self
-            .client
-            .update_progress(
-                self.config.infra_env_id,
-                self.config.host_id,
-                &request,
-                Some(self.deadline),
-            )
-            .await
-        {
+        match self.put_progress(&request).await {
             Ok(()) => {
                 tracing::info!("progress info on {stage:?}: {info:?}");
                 if let Some(owner) = &mut self.info_owner {
@@ -522,6 +495,18 @@ impl Reporter {
     /// service refuses bundles.
     fn bootstrap_finding(&self) -> Option<String> {
         records::summarize_host(&self.config.root).digest
+    }
+
+    /// `PUT .../progress` for this host, retried within this boot's deadline.
+    async fn put_progress(&self, request: &HostProgress<'_>) -> Result<(), ApiError> {
+        self.client
+            .update_progress(
+                self.config.infra_env_id,
+                self.config.host_id,
+                request,
+                Some(self.deadline),
+            )
+            .await
     }
 
     fn settle(&mut self, target: &str) {
