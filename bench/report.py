@@ -128,7 +128,10 @@ def markdown(r, quick, notes):
     w("")
     w(f"- {m['date']}, {m['nproc']} cores, {m['cpu']}, kernel {m['kernel']}, {m['rustc']}")
     w(f"- load before: `{m['uptime_before']}`")
-    w(f"- load after: `{m.get('uptime_after', '?')}`")
+    w(f"- load after: `{m.get('uptime_after', '?')}` (the last section, the herd, had just run "
+      "a thousand agent processes)")
+    if m.get("fs"):
+        w(f"- work directory (fixtures, temp files, state dirs): {m['fs']}")
     w("- shared with other engineers building and testing at the same time (load averages above "
       "the core count mean other work held the cores): absolute seconds are pessimistic, "
       "CPU seconds (from the kernel's accounting) are less affected, ratios least.")
@@ -236,7 +239,7 @@ def md_e2e(r, w):
       "tree (each is run under a bash wrapper that copies its own `/proc/$$/io` after reaping "
       "the command: the kernel adds a reaped child's counters to its parent). `write_bytes` "
       "counts page-cache pages dirtied for a file on a block device (here ext4/virtio on the "
-      "same disk for both), at the moment they are dirtied; rewriting a page that is still "
+      "same file system for both), at the moment they are dirtied; rewriting a page that is still "
       "dirty does not count again; pipes and sockets never count. "
       "`cancelled` = `cancelled_write_bytes` (dirty pages dropped by a delete or truncate "
       "before writeback). The mock's own storing of the upload is a separate process, not "
@@ -244,11 +247,11 @@ def md_e2e(r, w):
     w(f"- each measured {e['reps']}× alternating (baseline, agent, agent, baseline); medians; "
       "CPU = user + system of the process tree (`wait4`).")
     w("")
-    w("| journal | who | wall s (runs) | CPU s | write_bytes | cancelled | bundle |")
-    w("|---|---|---|---|---|---|---|")
+    w("| journal | who | wall s (runs) | CPU s | write_bytes | cancelled | reached the disk | bundle |")
+    w("|---|---|---|---|---|---|---|---|")
     for row, a, c in e2e_rows(e):
         for who, x in (("agent", a), ("baseline", c)):
-            w(f"| {b(row['journal_bytes'])} | {who} | {x['wall_s']:.1f} ({', '.join(map(str, x['walls']))}) | {x['cpu_s']:.1f} | {b(x['write_bytes'])} | {b(x['cancelled'])} | {b(x['bundle_bytes'])} |")
+            w(f"| {b(row['journal_bytes'])} | {who} | {x['wall_s']:.1f} ({', '.join(map(str, x['walls']))}) | {x['cpu_s']:.1f} | {b(x['write_bytes'])} | {b(x['cancelled'])} | {b(x['write_bytes'] - x['cancelled'])} | {b(x['bundle_bytes'])} |")
     w("")
     w("Ratios (agent / baseline):")
     w("")
@@ -265,7 +268,24 @@ def md_e2e(r, w):
       "row is under every cap: the same journal bytes on both sides (the agent adds the "
       "other ~40 members and sets the stage), so it compares the pipelines themselves.")
     w("")
-    w("**Temp bytes.** The agent does write to disk: a member's content waits in an unlinked "
+    w("**At equal content the goal is missed**: the agent is about as fast as the shell "
+      "pipeline, not twice as fast. Both are bound by one core deflating the same bytes; "
+      "the agent's deflate needs about 0.6x gzip's CPU (section 2) but it spends the "
+      "difference on scanning every byte for secrets (redaction), on the other members "
+      "(each a command run or a file read) and on the stage report. What would close it: "
+      "deflating on a second core (parallel gzip members, as pigz does), which the agent "
+      "deliberately does not do on a host that is installing (its unit runs at idle CPU "
+      "priority), or level 1 (section 2: about half the CPU, 1.6x the bytes on the wire), "
+      "which the level choice below rejects.")
+    w("")
+    w("**Temp bytes.** \"Reached the disk\" = `write_bytes − cancelled_write_bytes`: in "
+      "this run nearly everything either side wrote was deleted before writeback (the "
+      "agent's ring is unlinked and dropped after each member; the baseline removes its "
+      "temp directory seconds later), so the page cache absorbed it. It would not on a host "
+      "under memory pressure or with a slower pipeline, and the baseline also needs the "
+      "free space for the whole journal plus its tar.gz.")
+    w("")
+    w("The agent does write to disk: a member's content waits in an unlinked "
       "ring file of at most one member cap in the state directory (`collect::spool`), because "
       "a tar header needs the member's size before its first byte and journalctl's output "
       "size is only known at its end. For a journal over the cap, the ring is rewritten in "
@@ -328,6 +348,11 @@ def compress_discussion(c, w):
         s = head[name]["cpu_s"] / gib
         w(f"- {name[:-3]}: {s:.1f} CPU s/GiB = {s / g6:.2f}x gzip -6, ratio {c['bytes'] / head[name]['out']:.2f}")
     w("")
+    w("zlib-ng (C, built with cmake) is as fast as zlib-rs with the backend at opt-level 3, "
+      "but would need cmake and a C cross compiler for each of the four targets; zlib-rs "
+      "is pure Rust and builds wherever the agent does. miniz_oxide, flate2's default, "
+      "cannot reach the goal even at opt-level 3. Cost in size: section 5.")
+    w("")
     sweep = [x for x in c["sweep"] if x["backend"] == agent and x["profile"] == c.get("agent_profile", "release")]
     if sweep:
         w(f"**Level.** With `{agent}`, what one bundle at the 200 MiB cap costs "
@@ -347,8 +372,11 @@ def compress_discussion(c, w):
         wire = {lv: by_level[lv]["out"] / by_level[lv]["in"] for lv in by_level}
         w(f"**Default level: 6** (`bundle::GZIP_LEVEL`). Level 1 would save "
           f"{cpu[6] - cpu[1]:.1f} CPU s per GiB but ship {wire[1] / wire[6]:.2f}x the bytes; "
-          f"level 9 would cost {cpu[9] / cpu[6]:.1f}x the CPU for {100 * (1 - wire[9] / wire[6]):.1f} % "
-          "fewer bytes. At 6, even a bundle at the 200 MiB cap costs a fraction of a "
+          + (f"level 9 would cost {cpu[9] / cpu[6]:.1f}x the CPU for {100 * (1 - wire[9] / wire[6]):.1f} % fewer bytes. "
+             if wire[9] < wire[6] else
+             f"level 9 would cost {cpu[9] / cpu[6]:.1f}x the CPU and ship {100 * (wire[9] / wire[6] - 1):.1f} % more bytes "
+             "(this backend's 9 compresses this journal worse than its 6). ")
+          + "At 6, even a bundle at the 200 MiB cap costs a fraction of a "
           "percent of one core over the hour (table above), inside the 1 % budget of "
           "section 4, while every host of a cluster uploads its complete, cumulative bundle "
           "every 10 minutes to one service, often over a WAN link to the SaaS: bytes on the "
@@ -413,6 +441,28 @@ def md_binary(r, w):
     for row in r["binary"]["rows"]:
         w(f"| {row['what']} | {row['bytes']:,} ({b(row['bytes'])}) | {row['gzip9_bytes']:,} ({b(row['gzip9_bytes'])}) | {row['static']} | {row['stripped']} |")
     w("")
+    w("The dist/ binary is the shipped artifact (packaging/build-all now also rebuilds std "
+      "with the release profile and without unwind tables, docs/packaging.md); the other row "
+      "uses rustup's prebuilt std with the flags of cross-build.md, which is over budget, so "
+      "the budget holds only with packaging/build-all's recipe.")
+    w("")
+    sizes = r["binary"].get("backend_sizes")
+    if sizes:
+        w("What the deflate backend costs in code: the `bench/deflate` program (a `GzEncoder` "
+          "and nothing else) built per backend with the agent's profile, stripped (not "
+          "static); the difference between rows is the backend's size:")
+        w("")
+        w("| backend, profile | bytes |")
+        w("|---|---|")
+        for k, v in sizes.items():
+            w(f"| {k} | {v:,} |")
+        w("")
+        w("For the whole agent, the switch from miniz_oxide to zlib-rs with its opt-level 3 "
+          "override was measured once, outside this run, with the rustup-std recipe above "
+          "(`cargo build --release -p assisted-boot-reporter --target x86_64-unknown-linux-gnu` "
+          "with the same RUSTFLAGS, before and after the Cargo.toml change): 4,451,352 → "
+          "4,504,056 bytes (+52,704), gzip -9 2,185,464 → 2,209,828 (+24,364).")
+        w("")
 
 
 def md_load(r, w):
@@ -455,16 +505,17 @@ def md_load(r, w):
           "upload and then inflates it completely (about 6.5x the bytes) to mark it valid, on "
           "tokio's blocking pool: the last upload cannot finish before the mock has done all "
           "of that, so the upload p99 is the run's length, and the CPU-bound validations "
-          "starve the small requests too. This is the mock's cost, not the agent's: the real "
-          "service stores the stream without inflating it. What would close it: in the mock, "
+          "starve the small requests too. This is the mock's cost, not the agent's: inflating "
+          "every upload is a test feature of the mock; assisted-service's contract "
+          "(reference/assisted-service-contract.md) only limits the size. What would close it: in the mock, "
           "a semaphore of one validation per core (keeps the API answering while uploads "
           "queue), or validating lazily when a bundle is viewed; in the field, the arrival "
           "pattern of the spread run, which is what the jitter produces from the second "
           "cycle on. The first cycle cannot be spread by the agent (it follows each host's "
           "boot); hosts of one cluster reach their first boot from disk over minutes, not "
-          "in one second. The mock's peak RSS grows with uploads in flight (per-connection "
-          "buffers and the blocking pool's threads each inflating one bundle), not with "
-          "their total size.")
+          "in one second. The mock's peak RSS grows with uploads in flight, not with their "
+          "total size (same bytes in both runs, 1,000 in flight vs a few); where inside the "
+          "mock (hyper's connection buffers, the blocking pool's threads) was not broken down.")
         w("")
 
 
@@ -491,7 +542,7 @@ def md_herd(r, w):
           "how fast they boot).")
         w("")
     if s:
-        w(f"Second uploads ({len(s)} of {h['agents']}), seconds after the spawn:")
+        w(f"Second uploads ({len(s)} of {h['agents']}), seconds after the release:")
         w("")
         w("```")
         w(hist(s, min(s) - 0.05 * iv, max(s) + 0.05 * iv, 16))
@@ -506,6 +557,13 @@ def md_herd(r, w):
             w(hist(g, 0.85 * iv, max(max(g), 1.15 * iv), 16))
             w("```")
             w("")
+    if f and max(f) > 0.2 * iv:
+        w("A thousand agents on two cores made the first cycles themselves take up to "
+          f"{max(f):.0f} s (CPU contention, not a wait in the agent), so the second uploads "
+          "are the first ones' spread plus the jitter; the per-host gap shows the jitter "
+          "(plus each first upload's own duration) spreading them over the whole ±10 % window "
+          "rather than in one spike.")
+        w("")
     sim = h["sim_600"]
     w("At the real interval (10 min) the same formula, simulated for 1,000 hosts "
       "(`interval × (0.9 + 0.2 U)`, U uniform; a faithful simulation of `agent::jittered`, "
