@@ -25,7 +25,7 @@ MOCK_BIN = TARGET / "debug" / "mock-assisted-service"
 AGENT_BIN = TARGET / "debug" / "assisted-boot-reporter"
 SEED = REPO / "tests" / "fixtures" / "ui-seed.json"
 SWAGGER = Path(
-    os.environ.get("ASSISTED_SWAGGER", REPO.parent / "shared" / "reference" / "assisted-service-swagger.yaml")
+    os.environ.get("ASSISTED_SWAGGER", REPO / "tests" / "fixtures" / "assisted-service-swagger.yaml")
 )
 
 
