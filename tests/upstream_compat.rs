@@ -152,19 +152,19 @@ async fn send(req: reqwest::RequestBuilder) -> Answer {
     }
 }
 
-async fn put_progress(m: &Mock, env: &str, host: &str, stage: &str, info: &str) -> Answer {
+async fn put_progress(base: &str, env: &str, host: &str, stage: &str, info: &str) -> Answer {
     send(
         client()
-            .put(format!("{}{API}/infra-envs/{env}/hosts/{host}/progress", m.base))
+            .put(format!("{}{API}/infra-envs/{env}/hosts/{host}/progress", base))
             .header("X-Secret-Key", AGENT)
             .json(&json!({"current_stage": stage, "progress_info": info})),
     )
     .await
 }
 
-async fn state_host(m: &Mock, id: &str) -> Value {
+async fn state_host(base: &str, id: &str) -> Value {
     let state: Value = client()
-        .get(format!("{}/admin/state", m.base))
+        .get(format!("{}/admin/state", base))
         .send()
         .await
         .expect("state")
@@ -180,8 +180,8 @@ async fn state_host(m: &Mock, id: &str) -> Value {
         .unwrap_or_else(|| panic!("host {id} not in state"))
 }
 
-async fn admin_post(m: &Mock, path: &str, body: &Value) -> Answer {
-    send(client().post(format!("{}{path}", m.base)).json(body)).await
+async fn admin_post(base: &str, path: &str, body: &Value) -> Answer {
+    send(client().post(format!("{}{path}", base)).json(body)).await
 }
 
 /// A multipart body by hand: `upfile` of `size` bytes.
@@ -207,7 +207,7 @@ fn tar_gz(member: &str, data: &[u8]) -> Vec<u8> {
     b.into_inner().expect("tar").finish().expect("gzip")
 }
 
-async fn upload(m: &Mock, cluster: &str, query: &str, file: &[u8]) -> Answer {
+async fn upload(base: &str, cluster: &str, query: &str, file: &[u8]) -> Answer {
     let boundary = "abr-test-boundary-7d3f";
     let mut body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"upfile\"; filename=\"logs.tar.gz\"\r\nContent-Type: application/octet-stream\r\n\r\n"
@@ -217,7 +217,7 @@ async fn upload(m: &Mock, cluster: &str, query: &str, file: &[u8]) -> Answer {
     body.extend(format!("\r\n--{boundary}--\r\n").into_bytes());
     send(
         client()
-            .post(format!("{}{API}/clusters/{cluster}/logs?{query}", m.base))
+            .post(format!("{}{API}/clusters/{cluster}/logs?{query}", base))
             .header("X-Secret-Key", AGENT)
             .header(
                 "Content-Type",
@@ -228,10 +228,10 @@ async fn upload(m: &Mock, cluster: &str, query: &str, file: &[u8]) -> Answer {
     .await
 }
 
-async fn download(m: &Mock, cluster: &str, query: &str) -> Answer {
+async fn download(base: &str, cluster: &str, query: &str) -> Answer {
     send(
         client()
-            .get(format!("{}{API}/clusters/{cluster}/logs?{query}", m.base))
+            .get(format!("{}{API}/clusters/{cluster}/logs?{query}", base))
             .bearer_auth(USER),
     )
     .await
@@ -259,14 +259,14 @@ fn tar_names(data: &[u8]) -> Vec<(String, Vec<u8>)> {
 async fn failed_sets_status_error_and_keeps_the_stored_stage() {
     for mode in BOTH {
         let m = start(mode).await;
-        let a = put_progress(&m, E, MASTER, "Failed", "disk vanished").await;
+        let a = put_progress(&m.base, E, MASTER, "Failed", "disk vanished").await;
         assert_eq!(a.status, 200, "{mode:?}");
-        let h = state_host(&m, MASTER).await;
+        let h = state_host(&m.base, MASTER).await;
         assert_eq!(h["status"], "error", "{mode:?}: {h}");
         assert_eq!(h["current_stage"], "Configuring", "{mode:?}: {h}");
         assert_eq!(h["status_info"], "Failed - disk vanished", "{mode:?}: {h}");
         // And from error, a stage change is refused by the status gate.
-        let a = put_progress(&m, E, MASTER, "Joined", "").await;
+        let a = put_progress(&m.base, E, MASTER, "Joined", "").await;
         assert_eq!(a.status, 409, "{mode:?}");
         assert_eq!(
             a.json()["reason"],
@@ -281,12 +281,12 @@ async fn role_list_is_checked_only_once_the_host_has_a_stage() {
     for mode in BOTH {
         let m = start(mode).await;
         // FRESH has no stage: a stage outside the master list is taken.
-        let a = put_progress(&m, E, FRESH, "Waiting for ignition", "").await;
+        let a = put_progress(&m.base, E, FRESH, "Waiting for ignition", "").await;
         assert_eq!(a.status, 200, "{mode:?}");
-        let h = state_host(&m, FRESH).await;
+        let h = state_host(&m.base, FRESH).await;
         assert_eq!(h["current_stage"], "Waiting for ignition");
         // Now it has one, and the list applies.
-        let a = put_progress(&m, E, FRESH, "Waiting for bootkube", "").await;
+        let a = put_progress(&m.base, E, FRESH, "Waiting for bootkube", "").await;
         assert_eq!(a.status, 409, "{mode:?}");
         assert_eq!(
             a.json()["reason"],
@@ -300,8 +300,8 @@ async fn role_list_is_checked_only_once_the_host_has_a_stage() {
 async fn done_while_pending_user_action_is_installing_in_progress() {
     for mode in BOTH {
         let m = start(mode).await;
-        assert_eq!(put_progress(&m, E, PENDING, "Done", "").await.status, 200);
-        let h = state_host(&m, PENDING).await;
+        assert_eq!(put_progress(&m.base, E, PENDING, "Done", "").await.status, 200);
+        let h = state_host(&m.base, PENDING).await;
         assert_eq!(
             (h["current_stage"].as_str(), h["status"].as_str()),
             (Some("Done"), Some("installing-in-progress")),
@@ -315,7 +315,7 @@ async fn done_while_pending_user_action_is_installing_in_progress() {
 async fn boot_stages_exist_only_in_enhanced_mode() {
     for mode in BOTH {
         let m = start(mode).await;
-        let a = put_progress(&m, E, WORKER, LOCAL_IGN, "").await;
+        let a = put_progress(&m.base, E, WORKER, LOCAL_IGN, "").await;
         match mode {
             Mode::Enhanced => assert_eq!(a.status, 200),
             Mode::Compat => {
@@ -336,10 +336,10 @@ async fn boot_stages_exist_only_in_enhanced_mode() {
 async fn day2_host_rebooting_becomes_done_and_its_list_ends_at_rebooting() {
     for mode in BOTH {
         let m = start(mode).await;
-        let a = put_progress(&m, E_DAY2, DAY2, LOCAL_IGN, "").await;
+        let a = put_progress(&m.base, E_DAY2, DAY2, LOCAL_IGN, "").await;
         assert_eq!(a.status, if mode == Mode::Compat { 400 } else { 409 });
-        assert_eq!(put_progress(&m, E_DAY2, DAY2, "Rebooting", "").await.status, 200);
-        let h = state_host(&m, DAY2).await;
+        assert_eq!(put_progress(&m.base, E_DAY2, DAY2, "Rebooting", "").await.status, 200);
+        let h = state_host(&m.base, DAY2).await;
         assert_eq!(h["current_stage"], "Done", "{mode:?}: {h}");
         assert_eq!(h["status"], "added-to-existing-cluster", "{mode:?}: {h}");
         assert_eq!(
@@ -380,9 +380,9 @@ async fn sno_hosts_are_listed_with_the_stage_list_upstream_sends() {
         assert_eq!(&listed[0]["progress_stages"], expected, "{mode:?}");
         // The PUT checks the real single-node list in both modes: Configuring
         // is not in it.
-        assert_eq!(put_progress(&m, E_SNO, SNO, "Rebooting", "").await.status, 200);
+        assert_eq!(put_progress(&m.base, E_SNO, SNO, "Rebooting", "").await.status, 200);
         assert_eq!(
-            put_progress(&m, E_SNO, SNO, "Configuring", "").await.status,
+            put_progress(&m.base, E_SNO, SNO, "Configuring", "").await.status,
             409,
             "{mode:?}"
         );
@@ -452,7 +452,7 @@ async fn upload_ignores_infra_env_id_and_needs_host_id_for_host_logs() {
         let bundle = tar_gz("journal.log", b"boot 1");
         // An infra_env_id that is not the host's: ignored.
         let a = upload(
-            &m,
+            &m.base,
             C,
             &format!("logs_type=host&host_id={MASTER}&infra_env_id={E_SNO}"),
             &bundle,
@@ -460,19 +460,19 @@ async fn upload_ignores_infra_env_id_and_needs_host_id_for_host_logs() {
         .await;
         assert_eq!(a.status, 204, "{mode:?}: {}", String::from_utf8_lossy(&a.body));
         // `host` without host_id.
-        let a = upload(&m, C, "logs_type=host", &bundle).await;
+        let a = upload(&m.base, C, "logs_type=host", &bundle).await;
         assert_eq!(a.status, 400);
         assert_eq!(
             a.json()["reason"],
             "cluster_id and host_id are required for upload host logs"
         );
         // A host of another cluster.
-        let a = upload(&m, C, &format!("logs_type=host&host_id={SNO}"), &bundle).await;
+        let a = upload(&m.base, C, &format!("logs_type=host&host_id={SNO}"), &bundle).await;
         assert_eq!(a.status, 404, "{mode:?}");
         // Controller logs belong to the cluster, whatever host_id says.
-        let a = upload(&m, C, &format!("logs_type=controller&host_id={MASTER}"), &bundle).await;
+        let a = upload(&m.base, C, &format!("logs_type=controller&host_id={MASTER}"), &bundle).await;
         assert_eq!(a.status, 204);
-        let h = state_host(&m, MASTER).await;
+        let h = state_host(&m.base, MASTER).await;
         let types: Vec<&str> = h["bundles"]
             .as_array()
             .expect("bundles")
@@ -490,29 +490,29 @@ async fn download_semantics_follow_get_log_file_for_download() {
     for mode in BOTH {
         let m = start(mode).await;
         // Nothing uploaded yet.
-        let a = download(&m, C, &format!("logs_type=host&host_id={MASTER}")).await;
+        let a = download(&m.base, C, &format!("logs_type=host&host_id={MASTER}")).await;
         assert_eq!(a.status, 409, "{mode:?}");
         assert_eq!(a.json()["reason"], format!("Logs for host {MASTER} were not found"));
-        let a = download(&m, C, "logs_type=host").await;
+        let a = download(&m.base, C, "logs_type=host").await;
         assert_eq!(a.status, 400);
-        let a = download(&m, C, "").await;
+        let a = download(&m.base, C, "").await;
         assert_eq!(a.status, 404);
         assert_eq!(a.json()["reason"], "No log files were found");
-        let a = download(&m, C, "logs_type=controller").await;
+        let a = download(&m.base, C, "logs_type=controller").await;
         assert_eq!(a.status, 409);
 
         let host_bundle = tar_gz("journal.log", b"host logs");
         assert_eq!(
-            upload(&m, C, &format!("logs_type=host&host_id={MASTER}"), &host_bundle)
+            upload(&m.base, C, &format!("logs_type=host&host_id={MASTER}"), &host_bundle)
                 .await
                 .status,
             204
         );
         let boot_bundle = tar_gz("journal.log", b"boot logs");
-        let boot = upload(&m, C, &format!("logs_type=host_boot&host_id={MASTER}"), &boot_bundle).await;
+        let boot = upload(&m.base, C, &format!("logs_type=host_boot&host_id={MASTER}"), &boot_bundle).await;
 
         // `host`: the service's host tar, boot bundle beside the host one.
-        let a = download(&m, C, &format!("logs_type=host&host_id={MASTER}")).await;
+        let a = download(&m.base, C, &format!("logs_type=host&host_id={MASTER}")).await;
         assert_eq!(a.status, 200);
         assert_eq!(
             a.headers["content-disposition"],
@@ -535,21 +535,21 @@ async fn download_semantics_follow_get_log_file_for_download() {
                     ]
                 );
                 assert_eq!(members[1].1, boot_bundle);
-                let raw = download(&m, C, &format!("logs_type=host_boot&host_id={MASTER}")).await;
+                let raw = download(&m.base, C, &format!("logs_type=host_boot&host_id={MASTER}")).await;
                 assert_eq!(raw.status, 200);
                 assert_eq!(raw.body, boot_bundle);
                 assert_eq!(
                     raw.headers["content-disposition"],
                     "attachment; filename=multi_bootstrap_boot_master-1.example.com.tar.gz"
                 );
-                let none = download(&m, C, &format!("logs_type=host_boot&host_id={WORKER}")).await;
+                let none = download(&m.base, C, &format!("logs_type=host_boot&host_id={WORKER}")).await;
                 assert_eq!(none.status, 409);
             }
         }
         assert_eq!(members[0].1, host_bundle);
         // No logs_type, even with a host_id: the whole cluster.
         for query in [String::new(), format!("host_id={WORKER}"), "logs_type=all".into()] {
-            let a = download(&m, C, &query).await;
+            let a = download(&m.base, C, &query).await;
             assert_eq!(a.status, 200, "{query}");
             assert_eq!(
                 a.headers["content-disposition"],
@@ -573,7 +573,7 @@ async fn controller_sets_joined_only_from_the_stages_it_accepts() {
     for mode in BOTH {
         let m = start(mode).await;
         // Configuring: Joined, then Done once Ready, in both modes.
-        let a = admin_post(&m, "/admin/controller/node", &json!({"host_id": MASTER, "ready": true})).await;
+        let a = admin_post(&m.base, "/admin/controller/node", &json!({"host_id": MASTER, "ready": true})).await;
         let puts = a.json();
         let stages: Vec<&str> = puts["puts"]
             .as_array()
@@ -582,15 +582,15 @@ async fn controller_sets_joined_only_from_the_stages_it_accepts() {
             .map(|p| p["stage"].as_str().unwrap_or(""))
             .collect();
         assert_eq!(stages, ["Joined", "Done"], "{mode:?}");
-        let h = state_host(&m, MASTER).await;
+        let h = state_host(&m.base, MASTER).await;
         assert_eq!((h["current_stage"].as_str(), h["status"].as_str()), (Some("Done"), Some("installed")));
 
         // A host in a stage the controller does not accept is never Joined.
         let stage = if mode == Mode::Compat { "Waiting for ignition" } else { CP_IGN };
-        assert_eq!(put_progress(&m, E, WORKER, stage, "").await.status, 200);
-        let a = admin_post(&m, "/admin/controller/node", &json!({"host_id": WORKER})).await;
+        assert_eq!(put_progress(&m.base, E, WORKER, stage, "").await.status, 200);
+        let a = admin_post(&m.base, "/admin/controller/node", &json!({"host_id": WORKER})).await;
         let joined = a.json()["puts"].as_array().is_some_and(|p| !p.is_empty());
-        let h = state_host(&m, WORKER).await;
+        let h = state_host(&m.base, WORKER).await;
         match mode {
             Mode::Compat => {
                 assert!(!joined, "{h}");
@@ -611,19 +611,19 @@ async fn ignition_fetch_moves_to_configuring_unless_the_stage_is_skipped() {
         let m = start(mode).await;
         // Rebooting worker seen from the bootstrap: Waiting for ignition.
         let a = admin_post(
-            &m,
+            &m.base,
             "/admin/controller/ignition-fetched",
             &json!({"host_id": WORKER, "from_bootstrap": true}),
         )
         .await;
         assert_eq!(a.json()["puts"][0]["stage"], "Waiting for ignition");
         // From the cluster's MCS: Configuring.
-        let a = admin_post(&m, "/admin/controller/ignition-fetched", &json!({"host_id": WORKER})).await;
+        let a = admin_post(&m.base, "/admin/controller/ignition-fetched", &json!({"host_id": WORKER})).await;
         assert_eq!(a.json()["puts"][0]["status"], 200);
-        assert_eq!(state_host(&m, WORKER).await["current_stage"], "Configuring");
+        assert_eq!(state_host(&m.base, WORKER).await["current_stage"], "Configuring");
         if mode == Mode::Enhanced {
-            assert_eq!(put_progress(&m, E, WORKER, CP_IGN, "").await.status, 200);
-            let a = admin_post(&m, "/admin/controller/ignition-fetched", &json!({"host_id": WORKER})).await;
+            assert_eq!(put_progress(&m.base, E, WORKER, CP_IGN, "").await.status, 200);
+            let a = admin_post(&m.base, "/admin/controller/ignition-fetched", &json!({"host_id": WORKER})).await;
             assert_eq!(a.json()["puts"], json!([]), "a later stage is left alone");
         }
         m.server.shutdown().await;
@@ -663,7 +663,7 @@ async fn hosted_service_answers_a_refused_token_with_404_object_not_found() {
     // No token at all is still an authentication failure.
     assert_eq!(list("", E).await.status, 401);
     // The gateway's answer to the reverted reporter's logs type.
-    let a = upload(&m, C, &format!("logs_type=node-boot&host_id={MASTER}"), b"x").await;
+    let a = upload(&m.base, C, &format!("logs_type=node-boot&host_id={MASTER}"), b"x").await;
     assert_eq!((a.status, a.body.as_slice()), (400, b"bad request".as_slice()));
     m.server.shutdown().await;
 
@@ -721,7 +721,7 @@ async fn admin_api_refuses_cross_site_requests() {
     )
     .await;
     assert_eq!(a.status, 403);
-    let h = state_host(&m, MASTER).await;
+    let h = state_host(&m.base, MASTER).await;
     assert_eq!(h["current_stage"], "Configuring", "state changed: {h}");
     // The same request from the mock's own page (same origin) or a script passes.
     let own = m.base.clone();
@@ -734,7 +734,7 @@ async fn admin_api_refuses_cross_site_requests() {
     )
     .await;
     assert_eq!(a.status, 204);
-    assert_eq!(state_host(&m, MASTER).await["current_stage"], "Joined");
+    assert_eq!(state_host(&m.base, MASTER).await["current_stage"], "Joined");
     m.server.shutdown().await;
 }
 
@@ -826,5 +826,145 @@ async fn integration_document_and_mock_rules_agree() {
             );
         }
         m.server.shutdown().await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Stage timers, on the real mock binary
+
+/// The `mock-assisted-service` binary of this build, built if needed (it is
+/// another package's binary, so Cargo does not hand its path to this test).
+fn mock_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    // target/<profile>/deps/<test> -> target/<profile>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile dir")
+        .to_path_buf();
+    let target_dir = profile_dir.parent().expect("target dir").to_path_buf();
+    let mut build = std::process::Command::new(env!("CARGO"));
+    build
+        .args(["build", "--quiet", "-p", "mock-assisted-service", "--bin", "mock-assisted-service"])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let status = build.status().expect("running cargo build for the mock");
+    assert!(status.success(), "building the mock binary failed");
+    profile_dir.join("mock-assisted-service")
+}
+
+struct MockProcess {
+    child: tokio::process::Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts the binary on an ephemeral loopback port and reads the port from
+/// its `listening on` line.
+async fn spawn_mock_binary(mode: Mode, time_scale: &str, seed: &Value) -> MockProcess {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed_path = dir.path().join("seed.json");
+    std::fs::write(&seed_path, seed.to_string()).expect("write seed");
+    let mut cmd = tokio::process::Command::new(mock_binary());
+    cmd.args(["--listen", "127.0.0.1:0", "--time-scale", time_scale, "--seed"])
+        .arg(&seed_path)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    if mode == Mode::Compat {
+        cmd.arg("--upstream-compat");
+    }
+    let mut child = cmd.spawn().expect("spawn mock");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("mock printed its address within 30 s")
+        .expect("read stdout")
+        .expect("a line");
+    let base = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    MockProcess {
+        child,
+        base,
+        _dir: dir,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stage_timers_run_scaled_and_every_accepted_put_restarts_them() {
+    const KEPT: &str = "0a5e0b20-0000-4000-8000-000000000007";
+    const ECHO: &str = "0a5e0b20-0000-4000-8000-000000000008";
+    const BOOTED: &str = "0a5e0b20-0000-4000-8000-000000000009";
+    // 1200x: Rebooting's 40 min is 2 s, Configuring's 60 min 3 s, SNO's
+    // Rebooting 80 min 4 s.
+    for mode in BOTH {
+        let mut seed = seed();
+        let hosts = seed["hosts"].as_array_mut().expect("hosts");
+        for (id, stage) in [(KEPT, "Configuring"), (ECHO, "Configuring"), (BOOTED, "Rebooting")] {
+            hosts.push(json!({"id": id, "infra_env_id": E, "cluster_id": C, "role": "master",
+                              "status": "installing-in-progress", "current_stage": stage}));
+        }
+        let mut p = spawn_mock_binary(mode, "1200", &seed).await;
+        let base = p.base.clone();
+        if mode == Mode::Enhanced {
+            assert_eq!(put_progress(&base, E, BOOTED, LOCAL_IGN, "").await.status, 200);
+        }
+        // For ~5 s (past every timeout but SNO's): KEPT gets a new note every
+        // 250 ms, ECHO the same body again and again (200, but no change).
+        let started = Instant::now();
+        for i in 0..20 {
+            assert_eq!(put_progress(&base, E, KEPT, "Configuring", &format!("note {i}")).await.status, 200);
+            assert_eq!(put_progress(&base, E, ECHO, "Configuring", "same").await.status, 200);
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert!(started.elapsed() >= Duration::from_secs(5));
+        let kept = state_host(&base, KEPT).await;
+        assert_eq!(kept["status"], "installing-in-progress", "{mode:?}: kept alive by notes: {kept}");
+        let echo = state_host(&base, ECHO).await;
+        assert_eq!(echo["status"], "error", "{mode:?}: identical PUTs restart nothing: {echo}");
+        assert_eq!(
+            echo["status_info"],
+            "Host failed to install because its installation stage Configuring took longer than expected 1h0m0s"
+        );
+        let worker = state_host(&base, WORKER).await;
+        assert_eq!(worker["status"], "installing-pending-user-action", "{mode:?}: {worker}");
+        assert_eq!(worker["current_stage"], "Rebooting");
+        assert!(worker["stage_timed_out"].as_bool().unwrap_or(false));
+        let master = state_host(&base, MASTER).await;
+        assert_eq!(master["status"], "error", "{mode:?}: {master}");
+        let booted = state_host(&base, BOOTED).await;
+        match mode {
+            // The boot stage times out like any stage: to error.
+            Mode::Enhanced => assert_eq!(
+                (booted["current_stage"].as_str(), booted["status"].as_str()),
+                (Some(LOCAL_IGN), Some("error")),
+                "{booted}"
+            ),
+            Mode::Compat => assert_eq!(booted["status"], "installing-pending-user-action"),
+        }
+        // Hosts not installing-in-progress are left alone.
+        assert_eq!(state_host(&base, FRESH).await["status"], "installing");
+        assert_eq!(state_host(&base, PENDING).await["status"], "installing-pending-user-action");
+        // Once the notes stop, KEPT times out too (bounded wait).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let kept = state_host(&base, KEPT).await;
+            if kept["status"] == "error" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{mode:?}: KEPT never timed out: {kept}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // A timed-out host refuses stage changes but still takes a note.
+        assert_eq!(put_progress(&base, E, KEPT, "Joined", "").await.status, 409);
+        let _ = p.child.kill().await;
     }
 }
