@@ -968,3 +968,72 @@ async fn stage_timers_run_scaled_and_every_accepted_put_restarts_them() {
         let _ = p.child.kill().await;
     }
 }
+
+// ---------------------------------------------------------------------------
+// The real reporter against today's service: few PUTs, so the timers work
+
+/// `src/agent.rs` `MAX_PROGRESS_PUTS_PER_BOOT`, as docs/design.md documents
+/// it (the reporter's quiet-PUT rule, issue 11 point 5).
+const DOCUMENTED_MAX_PROGRESS_PUTS_PER_BOOT: usize = 4;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reporter_on_todays_service_leaves_the_stage_timer_to_fire() {
+    let sc = Scenario::new("compat-timers");
+    // 900x: Configuring's 60 min is 4 s; the reporter runs for 12 s.
+    let seed = sc.seed(&common::HostSeed::at("Configuring", "installing-in-progress"));
+    let mut config = MockConfig::new(
+        Seed::from_json(&seed.to_string()).expect("seed"),
+        sc.data_dir.clone(),
+    );
+    config.upstream_compat = true;
+    config.time_scale = 900.0;
+    let mock = MockServer::start("127.0.0.1:0", config).await.expect("mock");
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+
+    let started = Instant::now();
+    let running = sc.spawn_agent(
+        "compat, stuck in Configuring",
+        &common::AgentOpts {
+            timeout: Some("12s"),
+            ..common::AgentOpts::default()
+        },
+    );
+    // Watch the mock's timer while the reporter runs (bounded).
+    let mut timed_out_after = None;
+    while started.elapsed() < Duration::from_secs(40) {
+        let h = state_host(&base, common::HOST_ID).await;
+        if h["status"] == "error" {
+            timed_out_after = Some(started.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let run = sc.wait_agent(running).await;
+    run.assert_code(0);
+
+    let requests = common::api_requests(&base).await;
+    let puts = common::progress_puts(&requests);
+    let accepted = puts.iter().filter(|r| r["status"] == 200).count();
+    eprintln!(
+        "reporter sent {} progress PUTs ({accepted} accepted); host timed out after {timed_out_after:?}",
+        puts.len()
+    );
+    assert!(
+        puts.len() <= DOCUMENTED_MAX_PROGRESS_PUTS_PER_BOOT,
+        "{} progress PUTs in one boot, more than the documented {DOCUMENTED_MAX_PROGRESS_PUTS_PER_BOOT}: {puts:?}",
+        puts.len()
+    );
+    let h = state_host(&base, common::HOST_ID).await;
+    assert!(
+        timed_out_after.is_some(),
+        "the reporter kept upstream's stage timer from firing: {h}"
+    );
+    assert_eq!(h["current_stage"], "Configuring", "{h}");
+    assert_eq!(
+        h["status_info"],
+        "Host failed to install because its installation stage Configuring took longer than expected 1h0m0s"
+    );
+    sc.final_checks(Some(&base)).await;
+    mock.shutdown().await;
+}
