@@ -53,12 +53,33 @@ fn seed() -> Value {
                "requested_hostname": format!("{role}-{}.example.com", &id[id.len() - 1..]),
                "status": status, "current_stage": stage})
     };
-    let mut sno = host(SNO, E_SNO, C_SNO, "master", "installing-in-progress", "Writing image to disk");
+    let mut sno = host(
+        SNO,
+        E_SNO,
+        C_SNO,
+        "master",
+        "installing-in-progress",
+        "Writing image to disk",
+    );
     sno["bootstrap"] = json!(true);
     sno["single_node"] = json!(true);
-    let mut day2 = host(DAY2, E_DAY2, C_DAY2, "worker", "installing-in-progress", "Installing");
+    let mut day2 = host(
+        DAY2,
+        E_DAY2,
+        C_DAY2,
+        "worker",
+        "installing-in-progress",
+        "Installing",
+    );
     day2["kind"] = json!("AddToExistingClusterHost");
-    let mut master = host(MASTER, E, C, "master", "installing-in-progress", "Configuring");
+    let mut master = host(
+        MASTER,
+        E,
+        C,
+        "master",
+        "installing-in-progress",
+        "Configuring",
+    );
     master["bootstrap"] = json!(true);
     json!({
         "agent_token": AGENT,
@@ -103,7 +124,9 @@ async fn start_with(mode: Mode, hosted: bool, seed: &Value) -> Mock {
     );
     config.upstream_compat = mode == Mode::Compat;
     config.hosted = hosted;
-    let server = MockServer::start("127.0.0.1:0", config).await.expect("mock");
+    let server = MockServer::start("127.0.0.1:0", config)
+        .await
+        .expect("mock");
     let base = server.base_url();
     Mock {
         server,
@@ -131,12 +154,8 @@ struct Answer {
 
 impl Answer {
     fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "not JSON ({e}): {}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
 }
 
@@ -155,7 +174,10 @@ async fn send(req: reqwest::RequestBuilder) -> Answer {
 async fn put_progress(base: &str, env: &str, host: &str, stage: &str, info: &str) -> Answer {
     send(
         client()
-            .put(format!("{}{API}/infra-envs/{env}/hosts/{host}/progress", base))
+            .put(format!(
+                "{}{API}/infra-envs/{env}/hosts/{host}/progress",
+                base
+            ))
             .header("X-Secret-Key", AGENT)
             .json(&json!({"current_stage": stage, "progress_info": info})),
     )
@@ -300,7 +322,10 @@ async fn role_list_is_checked_only_once_the_host_has_a_stage() {
 async fn done_while_pending_user_action_is_installing_in_progress() {
     for mode in BOTH {
         let m = start(mode).await;
-        assert_eq!(put_progress(&m.base, E, PENDING, "Done", "").await.status, 200);
+        assert_eq!(
+            put_progress(&m.base, E, PENDING, "Done", "").await.status,
+            200
+        );
         let h = state_host(&m.base, PENDING).await;
         assert_eq!(
             (h["current_stage"].as_str(), h["status"].as_str()),
@@ -338,7 +363,12 @@ async fn day2_host_rebooting_becomes_done_and_its_list_ends_at_rebooting() {
         let m = start(mode).await;
         let a = put_progress(&m.base, E_DAY2, DAY2, LOCAL_IGN, "").await;
         assert_eq!(a.status, if mode == Mode::Compat { 400 } else { 409 });
-        assert_eq!(put_progress(&m.base, E_DAY2, DAY2, "Rebooting", "").await.status, 200);
+        assert_eq!(
+            put_progress(&m.base, E_DAY2, DAY2, "Rebooting", "")
+                .await
+                .status,
+            200
+        );
         let h = state_host(&m.base, DAY2).await;
         assert_eq!(h["current_stage"], "Done", "{mode:?}: {h}");
         assert_eq!(h["status"], "added-to-existing-cluster", "{mode:?}: {h}");
@@ -380,9 +410,16 @@ async fn sno_hosts_are_listed_with_the_stage_list_upstream_sends() {
         assert_eq!(&listed[0]["progress_stages"], expected, "{mode:?}");
         // The PUT checks the real single-node list in both modes: Configuring
         // is not in it.
-        assert_eq!(put_progress(&m.base, E_SNO, SNO, "Rebooting", "").await.status, 200);
         assert_eq!(
-            put_progress(&m.base, E_SNO, SNO, "Configuring", "").await.status,
+            put_progress(&m.base, E_SNO, SNO, "Rebooting", "")
+                .await
+                .status,
+            200
+        );
+        assert_eq!(
+            put_progress(&m.base, E_SNO, SNO, "Configuring", "")
+                .await
+                .status,
             409,
             "{mode:?}"
         );
@@ -405,44 +442,53 @@ async fn sno_hosts_are_listed_with_the_stage_list_upstream_sends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upload_body_is_read_whole_before_logs_type_is_checked() {
-    let m = start(Mode::Compat).await;
-    let (boundary, body) = multipart(3 << 20);
-    let sent = body.len() as u64;
-    let a = send(
-        client()
-            .post(format!(
-                "{}{API}/clusters/{C}/logs?logs_type=host_boot&host_id={MASTER}",
-                m.base
-            ))
-            .header("X-Secret-Key", AGENT)
-            .header(
-                "Content-Type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
-            .body(body),
-    )
-    .await;
-    assert_eq!(a.status, 400);
-    assert_eq!(
-        a.json(),
-        json!({"code": 400, "message": "logs_type in query should be one of [host controller]"})
-    );
-    let requests: Value = client()
-        .get(format!("{}/admin/requests", m.base))
-        .send()
-        .await
-        .expect("requests")
-        .json()
-        .await
-        .expect("json");
-    let upload = requests
-        .as_array()
-        .expect("list")
-        .iter()
-        .find(|r| r["method"] == "POST")
-        .expect("upload journaled");
-    assert_eq!(upload["body_bytes"], json!(sent), "refused upload still read whole");
-    m.server.shutdown().await;
+    for (mode, refused, types) in [
+        (Mode::Compat, "host_boot", "[host controller]"),
+        (Mode::Enhanced, "node-boot", "[host controller host_boot]"),
+    ] {
+        let m = start(mode).await;
+        let (boundary, body) = multipart(3 << 20);
+        let sent = body.len() as u64;
+        let a = send(
+            client()
+                .post(format!(
+                    "{}{API}/clusters/{C}/logs?logs_type={refused}&host_id={MASTER}",
+                    m.base
+                ))
+                .header("X-Secret-Key", AGENT)
+                .header(
+                    "Content-Type",
+                    format!("multipart/form-data; boundary={boundary}"),
+                )
+                .body(body),
+        )
+        .await;
+        assert_eq!(a.status, 400, "{mode:?}");
+        assert_eq!(
+            a.json(),
+            json!({"code": 400, "message": format!("logs_type in query should be one of {types}")})
+        );
+        let requests: Value = client()
+            .get(format!("{}/admin/requests", m.base))
+            .send()
+            .await
+            .expect("requests")
+            .json()
+            .await
+            .expect("json");
+        let upload = requests
+            .as_array()
+            .expect("list")
+            .iter()
+            .find(|r| r["method"] == "POST")
+            .expect("upload journaled");
+        assert_eq!(
+            upload["body_bytes"],
+            json!(sent),
+            "{mode:?}: a refused upload is still read whole"
+        );
+        m.server.shutdown().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -458,7 +504,12 @@ async fn upload_ignores_infra_env_id_and_needs_host_id_for_host_logs() {
             &bundle,
         )
         .await;
-        assert_eq!(a.status, 204, "{mode:?}: {}", String::from_utf8_lossy(&a.body));
+        assert_eq!(
+            a.status,
+            204,
+            "{mode:?}: {}",
+            String::from_utf8_lossy(&a.body)
+        );
         // `host` without host_id.
         let a = upload(&m.base, C, "logs_type=host", &bundle).await;
         assert_eq!(a.status, 400);
@@ -467,10 +518,22 @@ async fn upload_ignores_infra_env_id_and_needs_host_id_for_host_logs() {
             "cluster_id and host_id are required for upload host logs"
         );
         // A host of another cluster.
-        let a = upload(&m.base, C, &format!("logs_type=host&host_id={SNO}"), &bundle).await;
+        let a = upload(
+            &m.base,
+            C,
+            &format!("logs_type=host&host_id={SNO}"),
+            &bundle,
+        )
+        .await;
         assert_eq!(a.status, 404, "{mode:?}");
         // Controller logs belong to the cluster, whatever host_id says.
-        let a = upload(&m.base, C, &format!("logs_type=controller&host_id={MASTER}"), &bundle).await;
+        let a = upload(
+            &m.base,
+            C,
+            &format!("logs_type=controller&host_id={MASTER}"),
+            &bundle,
+        )
+        .await;
         assert_eq!(a.status, 204);
         let h = state_host(&m.base, MASTER).await;
         let types: Vec<&str> = h["bundles"]
@@ -492,7 +555,10 @@ async fn download_semantics_follow_get_log_file_for_download() {
         // Nothing uploaded yet.
         let a = download(&m.base, C, &format!("logs_type=host&host_id={MASTER}")).await;
         assert_eq!(a.status, 409, "{mode:?}");
-        assert_eq!(a.json()["reason"], format!("Logs for host {MASTER} were not found"));
+        assert_eq!(
+            a.json()["reason"],
+            format!("Logs for host {MASTER} were not found")
+        );
         let a = download(&m.base, C, "logs_type=host").await;
         assert_eq!(a.status, 400);
         let a = download(&m.base, C, "").await;
@@ -503,13 +569,24 @@ async fn download_semantics_follow_get_log_file_for_download() {
 
         let host_bundle = tar_gz("journal.log", b"host logs");
         assert_eq!(
-            upload(&m.base, C, &format!("logs_type=host&host_id={MASTER}"), &host_bundle)
-                .await
-                .status,
+            upload(
+                &m.base,
+                C,
+                &format!("logs_type=host&host_id={MASTER}"),
+                &host_bundle
+            )
+            .await
+            .status,
             204
         );
         let boot_bundle = tar_gz("journal.log", b"boot logs");
-        let boot = upload(&m.base, C, &format!("logs_type=host_boot&host_id={MASTER}"), &boot_bundle).await;
+        let boot = upload(
+            &m.base,
+            C,
+            &format!("logs_type=host_boot&host_id={MASTER}"),
+            &boot_bundle,
+        )
+        .await;
 
         // `host`: the service's host tar, boot bundle beside the host one.
         let a = download(&m.base, C, &format!("logs_type=host&host_id={MASTER}")).await;
@@ -535,20 +612,26 @@ async fn download_semantics_follow_get_log_file_for_download() {
                     ]
                 );
                 assert_eq!(members[1].1, boot_bundle);
-                let raw = download(&m.base, C, &format!("logs_type=host_boot&host_id={MASTER}")).await;
+                let raw =
+                    download(&m.base, C, &format!("logs_type=host_boot&host_id={MASTER}")).await;
                 assert_eq!(raw.status, 200);
                 assert_eq!(raw.body, boot_bundle);
                 assert_eq!(
                     raw.headers["content-disposition"],
                     "attachment; filename=multi_bootstrap_boot_master-1.example.com.tar.gz"
                 );
-                let none = download(&m.base, C, &format!("logs_type=host_boot&host_id={WORKER}")).await;
+                let none =
+                    download(&m.base, C, &format!("logs_type=host_boot&host_id={WORKER}")).await;
                 assert_eq!(none.status, 409);
             }
         }
         assert_eq!(members[0].1, host_bundle);
         // No logs_type, even with a host_id: the whole cluster.
-        for query in [String::new(), format!("host_id={WORKER}"), "logs_type=all".into()] {
+        for query in [
+            String::new(),
+            format!("host_id={WORKER}"),
+            "logs_type=all".into(),
+        ] {
             let a = download(&m.base, C, &query).await;
             assert_eq!(a.status, 200, "{query}");
             assert_eq!(
@@ -573,7 +656,12 @@ async fn controller_sets_joined_only_from_the_stages_it_accepts() {
     for mode in BOTH {
         let m = start(mode).await;
         // Configuring: Joined, then Done once Ready, in both modes.
-        let a = admin_post(&m.base, "/admin/controller/node", &json!({"host_id": MASTER, "ready": true})).await;
+        let a = admin_post(
+            &m.base,
+            "/admin/controller/node",
+            &json!({"host_id": MASTER, "ready": true}),
+        )
+        .await;
         let puts = a.json();
         let stages: Vec<&str> = puts["puts"]
             .as_array()
@@ -583,12 +671,27 @@ async fn controller_sets_joined_only_from_the_stages_it_accepts() {
             .collect();
         assert_eq!(stages, ["Joined", "Done"], "{mode:?}");
         let h = state_host(&m.base, MASTER).await;
-        assert_eq!((h["current_stage"].as_str(), h["status"].as_str()), (Some("Done"), Some("installed")));
+        assert_eq!(
+            (h["current_stage"].as_str(), h["status"].as_str()),
+            (Some("Done"), Some("installed"))
+        );
 
         // A host in a stage the controller does not accept is never Joined.
-        let stage = if mode == Mode::Compat { "Waiting for ignition" } else { CP_IGN };
-        assert_eq!(put_progress(&m.base, E, WORKER, stage, "").await.status, 200);
-        let a = admin_post(&m.base, "/admin/controller/node", &json!({"host_id": WORKER})).await;
+        let stage = if mode == Mode::Compat {
+            "Waiting for ignition"
+        } else {
+            CP_IGN
+        };
+        assert_eq!(
+            put_progress(&m.base, E, WORKER, stage, "").await.status,
+            200
+        );
+        let a = admin_post(
+            &m.base,
+            "/admin/controller/node",
+            &json!({"host_id": WORKER}),
+        )
+        .await;
         let joined = a.json()["puts"].as_array().is_some_and(|p| !p.is_empty());
         let h = state_host(&m.base, WORKER).await;
         match mode {
@@ -618,12 +721,28 @@ async fn ignition_fetch_moves_to_configuring_unless_the_stage_is_skipped() {
         .await;
         assert_eq!(a.json()["puts"][0]["stage"], "Waiting for ignition");
         // From the cluster's MCS: Configuring.
-        let a = admin_post(&m.base, "/admin/controller/ignition-fetched", &json!({"host_id": WORKER})).await;
+        let a = admin_post(
+            &m.base,
+            "/admin/controller/ignition-fetched",
+            &json!({"host_id": WORKER}),
+        )
+        .await;
         assert_eq!(a.json()["puts"][0]["status"], 200);
-        assert_eq!(state_host(&m.base, WORKER).await["current_stage"], "Configuring");
+        assert_eq!(
+            state_host(&m.base, WORKER).await["current_stage"],
+            "Configuring"
+        );
         if mode == Mode::Enhanced {
-            assert_eq!(put_progress(&m.base, E, WORKER, CP_IGN, "").await.status, 200);
-            let a = admin_post(&m.base, "/admin/controller/ignition-fetched", &json!({"host_id": WORKER})).await;
+            assert_eq!(
+                put_progress(&m.base, E, WORKER, CP_IGN, "").await.status,
+                200
+            );
+            let a = admin_post(
+                &m.base,
+                "/admin/controller/ignition-fetched",
+                &json!({"host_id": WORKER}),
+            )
+            .await;
             assert_eq!(a.json()["puts"], json!([]), "a later stage is left alone");
         }
         m.server.shutdown().await;
@@ -654,7 +773,10 @@ async fn hosted_service_answers_a_refused_token_with_404_object_not_found() {
     assert_eq!(list(SNO_TOKEN, E_SNO).await.status, 200);
     let a = send(
         client()
-            .put(format!("{}{API}/infra-envs/{E}/hosts/{MASTER}/progress", m.base))
+            .put(format!(
+                "{}{API}/infra-envs/{E}/hosts/{MASTER}/progress",
+                m.base
+            ))
             .header("X-Secret-Key", SNO_TOKEN)
             .json(&json!({"current_stage": "Joined"})),
     )
@@ -663,8 +785,17 @@ async fn hosted_service_answers_a_refused_token_with_404_object_not_found() {
     // No token at all is still an authentication failure.
     assert_eq!(list("", E).await.status, 401);
     // The gateway's answer to the reverted reporter's logs type.
-    let a = upload(&m.base, C, &format!("logs_type=node-boot&host_id={MASTER}"), b"x").await;
-    assert_eq!((a.status, a.body.as_slice()), (400, b"bad request".as_slice()));
+    let a = upload(
+        &m.base,
+        C,
+        &format!("logs_type=node-boot&host_id={MASTER}"),
+        b"x",
+    )
+    .await;
+    assert_eq!(
+        (a.status, a.body.as_slice()),
+        (400, b"bad request".as_slice())
+    );
     m.server.shutdown().await;
 
     // On-premise local auth: a refused token is 401; an infra-env token is
@@ -790,7 +921,11 @@ async fn integration_document_and_mock_rules_agree() {
             .json()
             .await
             .expect("json");
-        let tag = if mode == Mode::Compat { "upstream" } else { "enhanced" };
+        let tag = if mode == Mode::Compat {
+            "upstream"
+        } else {
+            "enhanced"
+        };
         let lists = doc_section(&doc, &format!("stage-lists {tag}"));
         assert_eq!(lists.len(), 4, "{tag}: four lists in the document");
         for (name, stages) in &lists {
@@ -845,7 +980,14 @@ fn mock_binary() -> PathBuf {
     let target_dir = profile_dir.parent().expect("target dir").to_path_buf();
     let mut build = std::process::Command::new(env!("CARGO"));
     build
-        .args(["build", "--quiet", "-p", "mock-assisted-service", "--bin", "mock-assisted-service"])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "mock-assisted-service",
+            "--bin",
+            "mock-assisted-service",
+        ])
         .env("CARGO_TARGET_DIR", &target_dir)
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     if profile_dir.file_name().is_some_and(|n| n == "release") {
@@ -869,13 +1011,19 @@ async fn spawn_mock_binary(mode: Mode, time_scale: &str, seed: &Value) -> MockPr
     let seed_path = dir.path().join("seed.json");
     std::fs::write(&seed_path, seed.to_string()).expect("write seed");
     let mut cmd = tokio::process::Command::new(mock_binary());
-    cmd.args(["--listen", "127.0.0.1:0", "--time-scale", time_scale, "--seed"])
-        .arg(&seed_path)
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
+    cmd.args([
+        "--listen",
+        "127.0.0.1:0",
+        "--time-scale",
+        time_scale,
+        "--seed",
+    ])
+    .arg(&seed_path)
+    .arg("--data-dir")
+    .arg(dir.path().join("data"))
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .kill_on_drop(true);
     if mode == Mode::Compat {
         cmd.arg("--upstream-compat");
     }
@@ -903,39 +1051,67 @@ async fn stage_timers_run_scaled_and_every_accepted_put_restarts_them() {
     const KEPT: &str = "0a5e0b20-0000-4000-8000-000000000007";
     const ECHO: &str = "0a5e0b20-0000-4000-8000-000000000008";
     const BOOTED: &str = "0a5e0b20-0000-4000-8000-000000000009";
-    // 1200x: Rebooting's 40 min is 2 s, Configuring's 60 min 3 s, SNO's
-    // Rebooting 80 min 4 s.
+    // 600x: Rebooting's 40 min is 4 s, Configuring's 60 min 6 s: a note
+    // every 250 ms keeps a host alive with a 24-fold margin.
     for mode in BOTH {
         let mut seed = seed();
         let hosts = seed["hosts"].as_array_mut().expect("hosts");
-        for (id, stage) in [(KEPT, "Configuring"), (ECHO, "Configuring"), (BOOTED, "Rebooting")] {
-            hosts.push(json!({"id": id, "infra_env_id": E, "cluster_id": C, "role": "master",
-                              "status": "installing-in-progress", "current_stage": stage}));
+        for (id, stage) in [
+            (KEPT, "Configuring"),
+            (ECHO, "Configuring"),
+            (BOOTED, "Rebooting"),
+        ] {
+            hosts.push(
+                json!({"id": id, "infra_env_id": E, "cluster_id": C, "role": "master",
+                              "status": "installing-in-progress", "current_stage": stage}),
+            );
         }
-        let mut p = spawn_mock_binary(mode, "1200", &seed).await;
+        let mut p = spawn_mock_binary(mode, "600", &seed).await;
         let base = p.base.clone();
         if mode == Mode::Enhanced {
-            assert_eq!(put_progress(&base, E, BOOTED, LOCAL_IGN, "").await.status, 200);
+            assert_eq!(
+                put_progress(&base, E, BOOTED, LOCAL_IGN, "").await.status,
+                200
+            );
         }
-        // For ~5 s (past every timeout but SNO's): KEPT gets a new note every
+        // For 8 s or more (past every timeout in play): KEPT gets a new note every
         // 250 ms, ECHO the same body again and again (200, but no change).
         let started = Instant::now();
-        for i in 0..20 {
-            assert_eq!(put_progress(&base, E, KEPT, "Configuring", &format!("note {i}")).await.status, 200);
-            assert_eq!(put_progress(&base, E, ECHO, "Configuring", "same").await.status, 200);
+        for i in 0..32 {
+            assert_eq!(
+                put_progress(&base, E, KEPT, "Configuring", &format!("note {i}"))
+                    .await
+                    .status,
+                200
+            );
+            assert_eq!(
+                put_progress(&base, E, ECHO, "Configuring", "same")
+                    .await
+                    .status,
+                200
+            );
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        assert!(started.elapsed() >= Duration::from_secs(5));
+        assert!(started.elapsed() >= Duration::from_secs(8));
         let kept = state_host(&base, KEPT).await;
-        assert_eq!(kept["status"], "installing-in-progress", "{mode:?}: kept alive by notes: {kept}");
+        assert_eq!(
+            kept["status"], "installing-in-progress",
+            "{mode:?}: kept alive by notes: {kept}"
+        );
         let echo = state_host(&base, ECHO).await;
-        assert_eq!(echo["status"], "error", "{mode:?}: identical PUTs restart nothing: {echo}");
+        assert_eq!(
+            echo["status"], "error",
+            "{mode:?}: identical PUTs restart nothing: {echo}"
+        );
         assert_eq!(
             echo["status_info"],
             "Host failed to install because its installation stage Configuring took longer than expected 1h0m0s"
         );
         let worker = state_host(&base, WORKER).await;
-        assert_eq!(worker["status"], "installing-pending-user-action", "{mode:?}: {worker}");
+        assert_eq!(
+            worker["status"], "installing-pending-user-action",
+            "{mode:?}: {worker}"
+        );
         assert_eq!(worker["current_stage"], "Rebooting");
         assert!(worker["stage_timed_out"].as_bool().unwrap_or(false));
         let master = state_host(&base, MASTER).await;
@@ -952,7 +1128,10 @@ async fn stage_timers_run_scaled_and_every_accepted_put_restarts_them() {
         }
         // Hosts not installing-in-progress are left alone.
         assert_eq!(state_host(&base, FRESH).await["status"], "installing");
-        assert_eq!(state_host(&base, PENDING).await["status"], "installing-pending-user-action");
+        assert_eq!(
+            state_host(&base, PENDING).await["status"],
+            "installing-pending-user-action"
+        );
         // Once the notes stop, KEPT times out too (bounded wait).
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -960,7 +1139,10 @@ async fn stage_timers_run_scaled_and_every_accepted_put_restarts_them() {
             if kept["status"] == "error" {
                 break;
             }
-            assert!(Instant::now() < deadline, "{mode:?}: KEPT never timed out: {kept}");
+            assert!(
+                Instant::now() < deadline,
+                "{mode:?}: KEPT never timed out: {kept}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         // A timed-out host refuses stage changes but still takes a note.
@@ -980,14 +1162,19 @@ const DOCUMENTED_MAX_PROGRESS_PUTS_PER_BOOT: usize = 4;
 async fn reporter_on_todays_service_leaves_the_stage_timer_to_fire() {
     let sc = Scenario::new("compat-timers");
     // 900x: Configuring's 60 min is 4 s; the reporter runs for 12 s.
-    let seed = sc.seed(&common::HostSeed::at("Configuring", "installing-in-progress"));
+    let seed = sc.seed(&common::HostSeed::at(
+        "Configuring",
+        "installing-in-progress",
+    ));
     let mut config = MockConfig::new(
         Seed::from_json(&seed.to_string()).expect("seed"),
         sc.data_dir.clone(),
     );
     config.upstream_compat = true;
     config.time_scale = 900.0;
-    let mock = MockServer::start("127.0.0.1:0", config).await.expect("mock");
+    let mock = MockServer::start("127.0.0.1:0", config)
+        .await
+        .expect("mock");
     let base = mock.base_url();
     sc.write_config(&base, SecretForm::PullSecretJson, true);
 

@@ -28,7 +28,10 @@ use crate::Shared;
 pub fn router() -> Router<Shared> {
     Router::new()
         .route("/admin/controller/node", post(controller_node))
-        .route("/admin/controller/ignition-fetched", post(controller_ignition_fetched))
+        .route(
+            "/admin/controller/ignition-fetched",
+            post(controller_ignition_fetched),
+        )
         .route("/admin/seed", post(seed))
         .route("/admin/state", get(state))
         .route("/admin/rules", get(rules))
@@ -58,7 +61,9 @@ async fn refuse_cross_site(req: Request, next: Next) -> Response {
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(site) = text(header::HeaderName::from_static("sec-fetch-site")) {
         if !matches!(site, "same-origin" | "none") {
-            return forbidden(&format!("cross-site admin request refused (Sec-Fetch-Site: {site})"));
+            return forbidden(&format!(
+                "cross-site admin request refused (Sec-Fetch-Site: {site})"
+            ));
         }
     }
     if let Some(origin) = text(header::ORIGIN) {
@@ -68,7 +73,9 @@ async fn refuse_cross_site(req: Request, next: Next) -> Response {
             .or_else(|| origin.strip_prefix("https://"))
             .is_some_and(|o| !host.is_empty() && o == host);
         if !same {
-            return forbidden(&format!("cross-site admin request refused (Origin: {origin})"));
+            return forbidden(&format!(
+                "cross-site admin request refused (Origin: {origin})"
+            ));
         }
     }
     if *req.method() != Method::DELETE {
@@ -265,12 +272,7 @@ struct ControllerPut {
 
 /// Sends a progress update through the service's own rules, as the
 /// installer controller's `UpdateHostInstallProgress` call would.
-fn controller_put(
-    world: &mut World,
-    mode: Mode,
-    host_id: Uuid,
-    stage: Stage,
-) -> ControllerPut {
+fn controller_put(world: &mut World, mode: Mode, host_id: Uuid, stage: Stage) -> ControllerPut {
     let Some(host) = world.host_mut(host_id) else {
         return ControllerPut {
             stage: stage.as_str(),
@@ -316,10 +318,19 @@ async fn controller_node(State(st): State<Shared>, body: Bytes) -> Result<Json<V
         }
         let stage = world.host(body.host_id).and_then(|h| h.current_stage);
         if body.ready && stage != Some(Stage::Done) {
-            puts.push(controller_put(&mut world, st.mode, body.host_id, Stage::Done));
+            puts.push(controller_put(
+                &mut world,
+                st.mode,
+                body.host_id,
+                Stage::Done,
+            ));
         }
     }
-    tracing::info!("controller saw node of host {}: {} updates", body.host_id, puts.len());
+    tracing::info!(
+        "controller saw node of host {}: {} updates",
+        body.host_id,
+        puts.len()
+    );
     Ok(Json(json!({ "puts": puts })))
 }
 

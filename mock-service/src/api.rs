@@ -186,8 +186,7 @@ fn authorize(
     scope: Scope,
 ) -> Result<(), ApiError> {
     let key = agent_key(headers);
-    if st.hosted && allowed.contains(&Scheme::Agent) && key.is_some() && agent_auth_enabled(world)
-    {
+    if st.hosted && allowed.contains(&Scheme::Agent) && key.is_some() && agent_auth_enabled(world) {
         if agent_key_owns(world, key, scope) {
             return Ok(());
         }
@@ -270,7 +269,9 @@ fn download_logs_type_param(q: &Query, st: &crate::AppState) -> Result<Option<St
     match q.get("logs_type") {
         None => Ok(None),
         Some(t) if model::download_logs_types(st.mode).contains(&t.as_str()) => Ok(Some(t.clone())),
-        Some(_) => Err(ApiError::Validation(model::download_logs_type_message(st.mode))),
+        Some(_) => Err(ApiError::Validation(model::download_logs_type_message(
+            st.mode,
+        ))),
     }
 }
 
@@ -790,7 +791,10 @@ fn host_tar_members(
     let mut members = Vec::new();
     for (logs_type, member) in [
         ("host", format!("{cluster_name}_{role}_{name}.tar.gz")),
-        ("host_boot", format!("{cluster_name}_{role}_boot_{name}.tar.gz")),
+        (
+            "host_boot",
+            format!("{cluster_name}_{role}_boot_{name}.tar.gz"),
+        ),
     ] {
         let key = BundleKey {
             cluster_id: cluster.id,
@@ -849,10 +853,7 @@ fn plan_download(
             let (role, name) = role_and_name(host);
             Ok(Download::Stored(
                 key,
-                format!(
-                    "{}_{role}_boot_{name}.tar.gz",
-                    sanitize_name(&cluster.name)
-                ),
+                format!("{}_{role}_boot_{name}.tar.gz", sanitize_name(&cluster.name)),
             ))
         }
         Some("controller") => {
@@ -877,7 +878,11 @@ fn plan_download(
         // No logs_type (or `all`): the whole cluster, whatever host_id says.
         _ => {
             let mut members = Vec::new();
-            for host in world.hosts.iter().filter(|h| h.cluster_id == Some(cluster_id)) {
+            for host in world
+                .hosts
+                .iter()
+                .filter(|h| h.cluster_id == Some(cluster_id))
+            {
                 if let Some(inner) = host_tar_members(st, world, cluster, host) {
                     members.push((
                         format!("{}.tar", host_logs_base(cluster, host)),
@@ -1014,4 +1019,80 @@ pub async fn serve_bundle(path: &std::path::Path, filename: &str) -> Result<Resp
         body,
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AgentToken, Cluster, InfraEnv};
+
+    fn world() -> (World, Uuid, Uuid, Uuid) {
+        let (c, e, other) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let world = World {
+            agent_tokens: vec![
+                AgentToken {
+                    token: "ie-token".into(),
+                    infra_env_id: e,
+                },
+                AgentToken {
+                    token: "cluster-minted".into(),
+                    infra_env_id: c,
+                },
+            ],
+            clusters: vec![Cluster {
+                id: c,
+                name: "c".into(),
+                openshift_version: String::new(),
+            }],
+            infra_envs: vec![InfraEnv {
+                id: e,
+                cluster_id: Some(c),
+                name: "e".into(),
+            }],
+            ..World::default()
+        };
+        (world, c, e, other)
+    }
+
+    #[test]
+    fn infra_env_tokens_authenticate_while_their_infra_env_exists() {
+        let (world, _, _, _) = world();
+        assert!(agent_auth_enabled(&world));
+        assert!(agent_key_valid(&world, Some("ie-token")));
+        // Minted for the cluster: its claim names no infra-env.
+        assert!(!agent_key_valid(&world, Some("cluster-minted")));
+        assert!(!agent_key_valid(&world, Some("other")));
+        assert!(!agent_key_valid(&world, None));
+    }
+
+    #[test]
+    fn hosted_ownership_covers_the_infra_env_and_its_cluster_only() {
+        let (world, c, e, other) = world();
+        let scope = |cluster, infra_env| Scope { cluster, infra_env };
+        assert!(agent_key_owns(
+            &world,
+            Some("ie-token"),
+            scope(Some(c), None)
+        ));
+        assert!(agent_key_owns(
+            &world,
+            Some("ie-token"),
+            scope(None, Some(e))
+        ));
+        assert!(!agent_key_owns(
+            &world,
+            Some("ie-token"),
+            scope(Some(other), None)
+        ));
+        assert!(!agent_key_owns(
+            &world,
+            Some("ie-token"),
+            scope(None, Some(other))
+        ));
+        assert!(!agent_key_owns(
+            &world,
+            Some("cluster-minted"),
+            scope(Some(c), None)
+        ));
+    }
 }

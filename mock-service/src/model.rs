@@ -575,7 +575,8 @@ impl Host {
         }
         // Day-2 hosts without kube-api: the installer's Rebooting is stored
         // as Done, since nothing will follow the host any further.
-        let stored = if stage == Stage::Rebooting && self.kind == HostKind::AddToExistingClusterHost {
+        let stored = if stage == Stage::Rebooting && self.kind == HostKind::AddToExistingClusterHost
+        {
             Stage::Done
         } else {
             stage
@@ -786,7 +787,11 @@ pub struct World {
 impl World {
     /// One pass of upstream's host monitor over the stage timers; returns
     /// what it did, for logging.
-    pub fn refresh_stage_timeouts(&mut self, scale: f64, now: SystemTime) -> Vec<(Uuid, Stage, Timeout)> {
+    pub fn refresh_stage_timeouts(
+        &mut self,
+        scale: f64,
+        now: SystemTime,
+    ) -> Vec<(Uuid, Stage, Timeout)> {
         self.hosts
             .iter_mut()
             .filter_map(|h| {
@@ -1020,7 +1025,12 @@ mod tests {
             assert_eq!(h.current_stage, Some(Stage::Done));
             assert_eq!(h.status, "installing-in-progress");
             // From installing-in-progress, Done installs the host.
-            let mut h = host(Role::Master, false, "installing-in-progress", Some(Stage::Joined));
+            let mut h = host(
+                Role::Master,
+                false,
+                "installing-in-progress",
+                Some(Stage::Joined),
+            );
             h.update_progress(Stage::Done, "", mode, SystemTime::now())
                 .unwrap();
             assert_eq!(h.status, "installed");
@@ -1029,7 +1039,12 @@ mod tests {
 
     #[test]
     fn day2_host_rebooting_is_stored_as_done() {
-        let mut h = host(Role::Worker, false, "installing-in-progress", Some(Stage::Installing));
+        let mut h = host(
+            Role::Worker,
+            false,
+            "installing-in-progress",
+            Some(Stage::Installing),
+        );
         h.kind = HostKind::AddToExistingClusterHost;
         assert_eq!(
             names(&h.stages(Mode::Enhanced)).last(),
@@ -1041,10 +1056,20 @@ mod tests {
         assert_eq!(h.current_stage, Some(Stage::Done));
         assert_eq!(h.status, "added-to-existing-cluster");
         // The boot stages are not in a day-2 host's list.
-        let mut h = host(Role::Worker, false, "installing-in-progress", Some(Stage::Installing));
+        let mut h = host(
+            Role::Worker,
+            false,
+            "installing-in-progress",
+            Some(Stage::Installing),
+        );
         h.kind = HostKind::AddToExistingClusterHost;
         assert!(h
-            .update_progress(Stage::BootedWithLocalIgnition, "", Mode::Enhanced, SystemTime::now())
+            .update_progress(
+                Stage::BootedWithLocalIgnition,
+                "",
+                Mode::Enhanced,
+                SystemTime::now()
+            )
             .is_err());
     }
 
@@ -1052,16 +1077,29 @@ mod tests {
     fn stage_timeouts_follow_upstream_defaults() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let at = |min: u64| t0 + Duration::from_secs(min * 60);
-        let mut h = host(Role::Master, false, "installing-in-progress", Some(Stage::Rebooting));
+        let mut h = host(
+            Role::Master,
+            false,
+            "installing-in-progress",
+            Some(Stage::Rebooting),
+        );
         h.stage_updated_at = Some(t0);
         assert_eq!(h.check_stage_timeout(1.0, at(40)), None);
-        assert_eq!(h.check_stage_timeout(1.0, at(41)), Some(Timeout::PendingUserAction));
+        assert_eq!(
+            h.check_stage_timeout(1.0, at(41)),
+            Some(Timeout::PendingUserAction)
+        );
         assert_eq!(h.status, "installing-pending-user-action");
         assert!(h.stage_timed_out);
         // Only installing-in-progress hosts time out.
         assert_eq!(h.check_stage_timeout(1.0, at(500)), None);
 
-        let mut sno = host(Role::Master, true, "installing-in-progress", Some(Stage::Rebooting));
+        let mut sno = host(
+            Role::Master,
+            true,
+            "installing-in-progress",
+            Some(Stage::Rebooting),
+        );
         sno.single_node = true;
         sno.stage_updated_at = Some(t0);
         assert_eq!(sno.check_stage_timeout(1.0, at(79)), None);
@@ -1076,15 +1114,33 @@ mod tests {
             let mut h = host(Role::Master, false, "installing-in-progress", Some(stage));
             h.stage_updated_at = Some(t0);
             assert_eq!(h.check_stage_timeout(1.0, at(59)), None, "{stage}");
-            assert_eq!(h.check_stage_timeout(1.0, at(61)), Some(Timeout::Error), "{stage}");
+            assert_eq!(
+                h.check_stage_timeout(1.0, at(61)),
+                Some(Timeout::Error),
+                "{stage}"
+            );
             assert_eq!(h.status, "error");
-            assert!(h.status_info.ends_with("took longer than expected 1h0m0s"), "{}", h.status_info);
+            assert!(
+                h.status_info.ends_with("took longer than expected 1h0m0s"),
+                "{}",
+                h.status_info
+            );
         }
         // The scale divides upstream's durations: 40 min at 600x is 4 s.
-        let mut h = host(Role::Master, false, "installing-in-progress", Some(Stage::Rebooting));
+        let mut h = host(
+            Role::Master,
+            false,
+            "installing-in-progress",
+            Some(Stage::Rebooting),
+        );
         h.stage_updated_at = Some(t0);
-        assert_eq!(h.check_stage_timeout(600.0, t0 + Duration::from_secs(3)), None);
-        assert!(h.check_stage_timeout(600.0, t0 + Duration::from_secs(5)).is_some());
+        assert_eq!(
+            h.check_stage_timeout(600.0, t0 + Duration::from_secs(3)),
+            None
+        );
+        assert!(h
+            .check_stage_timeout(600.0, t0 + Duration::from_secs(5))
+            .is_some());
         assert_eq!(go_duration(Duration::from_secs(40 * 60)), "40m0s");
         assert_eq!(go_duration(Duration::from_secs(24 * 3600)), "24h0m0s");
     }
@@ -1092,7 +1148,12 @@ mod tests {
     #[test]
     fn every_accepted_put_restarts_the_stage_timer() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let mut h = host(Role::Master, false, "installing-in-progress", Some(Stage::Configuring));
+        let mut h = host(
+            Role::Master,
+            false,
+            "installing-in-progress",
+            Some(Stage::Configuring),
+        );
         h.stage_updated_at = Some(t0);
         let t1 = t0 + Duration::from_secs(50 * 60);
         // Only progress_info changes: still a restart.
@@ -1101,7 +1162,10 @@ mod tests {
             Ok(ProgressOutcome::InfoUpdated)
         );
         assert_eq!(h.stage_updated_at, Some(t1));
-        assert_eq!(h.check_stage_timeout(1.0, t0 + Duration::from_secs(70 * 60)), None);
+        assert_eq!(
+            h.check_stage_timeout(1.0, t0 + Duration::from_secs(70 * 60)),
+            None
+        );
         // The identical PUT changes nothing, the timer included.
         let t2 = t1 + Duration::from_secs(60);
         assert_eq!(

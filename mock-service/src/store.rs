@@ -131,7 +131,10 @@ pub fn write_tar(out: &Path, members: &[(String, TarMember)]) -> std::io::Result
             }
         }
     }
-    builder.into_inner()?.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+    builder
+        .into_inner()?
+        .into_inner()
+        .map_err(std::io::IntoInnerError::into_error)?;
     Ok(())
 }
 
