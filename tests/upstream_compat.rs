@@ -175,8 +175,7 @@ async fn put_progress(base: &str, env: &str, host: &str, stage: &str, info: &str
     send(
         client()
             .put(format!(
-                "{}{API}/infra-envs/{env}/hosts/{host}/progress",
-                base
+                "{base}{API}/infra-envs/{env}/hosts/{host}/progress"
             ))
             .header("X-Secret-Key", AGENT)
             .json(&json!({"current_stage": stage, "progress_info": info})),
@@ -186,7 +185,7 @@ async fn put_progress(base: &str, env: &str, host: &str, stage: &str, info: &str
 
 async fn state_host(base: &str, id: &str) -> Value {
     let state: Value = client()
-        .get(format!("{}/admin/state", base))
+        .get(format!("{base}/admin/state"))
         .send()
         .await
         .expect("state")
@@ -203,7 +202,7 @@ async fn state_host(base: &str, id: &str) -> Value {
 }
 
 async fn admin_post(base: &str, path: &str, body: &Value) -> Answer {
-    send(client().post(format!("{}{path}", base)).json(body)).await
+    send(client().post(format!("{base}{path}")).json(body)).await
 }
 
 /// A multipart body by hand: `upfile` of `size` bytes.
@@ -239,7 +238,7 @@ async fn upload(base: &str, cluster: &str, query: &str, file: &[u8]) -> Answer {
     body.extend(format!("\r\n--{boundary}--\r\n").into_bytes());
     send(
         client()
-            .post(format!("{}{API}/clusters/{cluster}/logs?{query}", base))
+            .post(format!("{base}{API}/clusters/{cluster}/logs?{query}"))
             .header("X-Secret-Key", AGENT)
             .header(
                 "Content-Type",
@@ -253,7 +252,7 @@ async fn upload(base: &str, cluster: &str, query: &str, file: &[u8]) -> Answer {
 async fn download(base: &str, cluster: &str, query: &str) -> Answer {
     send(
         client()
-            .get(format!("{}{API}/clusters/{cluster}/logs?{query}", base))
+            .get(format!("{base}{API}/clusters/{cluster}/logs?{query}"))
             .bearer_auth(USER),
     )
     .await

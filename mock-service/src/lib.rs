@@ -2,9 +2,12 @@
 //!
 //! It implements the parts of the assisted-service API the reporter talks to,
 //! with the real service's rules, as if the boot-reporter enhancement were
-//! merged (two new host stages, logs type `host_boot`); `upstream_compat`
-//! makes it answer like today's upstream instead. An admin API (no auth)
-//! seeds state, moves hosts, injects faults and exposes what was received.
+//! merged (two new host stages, logs type `host_boot`;
+//! docs/upstream-integration.md); `upstream_compat` makes it answer like
+//! today's upstream instead. Both run upstream's stage timers (`time_scale`
+//! times faster); `hosted` answers like the hosted service. An admin API (no
+//! auth, same-site only) seeds state, moves hosts as the installer
+//! controller would, injects faults and exposes what was received.
 
 mod admin;
 mod api;

@@ -464,6 +464,13 @@ pub enum ProgressOutcome {
     StatusError,
 }
 
+/// Upstream `statusRebootTimeout` with `$INSTALLATION_DISK` replaced by
+/// nothing, as `replaceMacros` does when the inventory names no disk.
+const REBOOT_TIMEOUT_INFO: &str = "Host timed out when pulling the configuration files. \
+Verify in the host console that the host boots from the OpenShift installation disk  and \
+has network access to the cluster API. The installation will resume after the host \
+successfully boots and can access the cluster API";
+
 /// What the stage monitor did to a host.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Timeout {
@@ -539,7 +546,7 @@ impl Host {
         }
         if stage == Stage::Failed {
             // Upstream keeps the last progress: only the status changes.
-            self.status = "error".to_owned();
+            "error".clone_into(&mut self.status);
             self.status_info = if info.is_empty() {
                 "Failed".to_owned()
             } else {
@@ -658,11 +665,11 @@ impl Host {
         self.updated_at = now;
         self.stage_timed_out = true;
         if stage == Stage::Rebooting {
-            self.status = "installing-pending-user-action".to_owned();
-            self.status_info = "Host timed out when pulling the configuration files. Verify in the host console that the host boots from the OpenShift installation disk  and has network access to the cluster API. The installation will resume after the host successfully boots and can access the cluster API".to_owned();
+            "installing-pending-user-action".clone_into(&mut self.status);
+            REBOOT_TIMEOUT_INFO.clone_into(&mut self.status_info);
             Some(Timeout::PendingUserAction)
         } else {
-            self.status = "error".to_owned();
+            "error".clone_into(&mut self.status);
             self.status_info = format!(
                 "Host failed to install because its installation stage {stage} took longer than expected {}",
                 go_duration(stage_timeout(stage, false))
