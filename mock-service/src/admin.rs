@@ -5,9 +5,10 @@
 use std::time::SystemTime;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
@@ -18,7 +19,7 @@ use crate::api::{bundle_filename, serve_bundle};
 use crate::browse::parse_key;
 use crate::error::ApiError;
 use crate::faults::Fault;
-use crate::model::{fmt_time, Mode, Stage, World};
+use crate::model::{self, fmt_time, Mode, ProgressError, Stage, World};
 use crate::requests::RequestRecord;
 use crate::seed::{is_known_status, Seed};
 use crate::store::{self, BundleMeta};
@@ -26,8 +27,14 @@ use crate::Shared;
 
 pub fn router() -> Router<Shared> {
     Router::new()
+        .route("/admin/controller/node", post(controller_node))
+        .route(
+            "/admin/controller/ignition-fetched",
+            post(controller_ignition_fetched),
+        )
         .route("/admin/seed", post(seed))
         .route("/admin/state", get(state))
+        .route("/admin/rules", get(rules))
         .route("/admin/hosts/{host_id}/stage", post(set_stage))
         .route(
             "/admin/faults",
@@ -38,6 +45,59 @@ pub fn router() -> Router<Shared> {
             "/admin/bundles/{cluster_id}/{host_id}/{logs_type}",
             get(download_bundle),
         )
+        .route_layer(middleware::from_fn(refuse_cross_site))
+}
+
+/// The admin API has no auth, so a page on another site must not be able to
+/// drive it through the user's browser: a state change needs a same-site
+/// request (`Sec-Fetch-Site`, `Origin`) and, with a body, a JSON content
+/// type, which a cross-site form or `text/plain` fetch cannot send without a
+/// CORS preflight the mock never answers.
+async fn refuse_cross_site(req: Request, next: Next) -> Response {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return next.run(req).await;
+    }
+    let headers = req.headers();
+    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = text(header::HeaderName::from_static("sec-fetch-site")) {
+        if !matches!(site, "same-origin" | "none") {
+            return forbidden(&format!(
+                "cross-site admin request refused (Sec-Fetch-Site: {site})"
+            ));
+        }
+    }
+    if let Some(origin) = text(header::ORIGIN) {
+        let host = text(header::HOST).unwrap_or("");
+        let same = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .is_some_and(|o| !host.is_empty() && o == host);
+        if !same {
+            return forbidden(&format!(
+                "cross-site admin request refused (Origin: {origin})"
+            ));
+        }
+    }
+    if *req.method() != Method::DELETE {
+        let json = text(header::CONTENT_TYPE).is_some_and(|c| {
+            c.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+        });
+        if !json {
+            return ApiError::Error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "admin requests that change state need Content-Type: application/json".into(),
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+fn forbidden(reason: &str) -> Response {
+    tracing::warn!("{reason}");
+    ApiError::Error(StatusCode::FORBIDDEN, reason.to_owned()).into_response()
 }
 
 fn parse_json<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
@@ -103,6 +163,7 @@ pub fn state_json(world: &World, mode: Mode) -> Value {
                 "role": h.role.as_str(),
                 "bootstrap": h.bootstrap,
                 "single_node": h.single_node,
+                "kind": h.kind.as_str(),
                 "status": h.status,
                 "status_info": h.status_info,
                 "current_stage": h.current_stage.map(Stage::as_str),
@@ -111,6 +172,8 @@ pub fn state_json(world: &World, mode: Mode) -> Value {
                 "progress_info": h.progress_info,
                 "stage_started_at": h.stage_started_at.map(fmt_time),
                 "stage_updated_at": h.stage_updated_at.map(fmt_time),
+                "stage_timed_out": h.stage_timed_out,
+                "logs_collected_at": h.logs_collected_at.map(fmt_time),
                 "stage_history": h.history,
                 "bundles": bundles_view(world, h.cluster_id, Some(h.id)),
             })
@@ -137,7 +200,7 @@ pub fn state_json(world: &World, mode: Mode) -> Value {
     json!({
         "mode": if mode == Mode::Upstream { "upstream" } else { "enhanced" },
         "new_stages": new_stages,
-        "agent_auth": world.agent_token.is_some(),
+        "agent_auth": world.agent_token.is_some() || !world.agent_tokens.is_empty(),
         "user_auth": world.user_token.is_some(),
         "now": fmt_time(SystemTime::now()),
         "hosts": hosts,
@@ -148,7 +211,163 @@ pub fn state_json(world: &World, mode: Mode) -> Value {
 
 async fn state(State(st): State<Shared>) -> Json<Value> {
     let world = st.world.lock().unwrap();
-    Json(state_json(&world, st.mode))
+    let mut v = state_json(&world, st.mode);
+    v["hosted"] = json!(st.hosted);
+    Json(v)
+}
+
+/// The rules this mode implements, as data: per-role stage lists, stage
+/// timeouts (upstream durations, before the time scale) and the controller
+/// stand-in's stage sets. Tests compare them with the integration document.
+async fn rules(State(st): State<Shared>) -> Json<Value> {
+    let names = |v: &[Stage]| v.iter().map(|s| s.as_str()).collect::<Vec<_>>();
+    let lists: serde_json::Map<String, Value> = model::StageList::ALL
+        .iter()
+        .map(|l| {
+            (
+                l.upstream_name().to_owned(),
+                json!(names(&model::role_stage_table(*l, st.mode))),
+            )
+        })
+        .collect();
+    let timeouts: serde_json::Map<String, Value> = Stage::all(st.mode)
+        .into_iter()
+        .filter(|s| *s != Stage::Failed)
+        .map(|s| {
+            (
+                s.as_str().to_owned(),
+                json!(model::stage_timeout(s, false).as_secs() / 60),
+            )
+        })
+        .collect();
+    Json(json!({
+        "mode": if st.mode == Mode::Upstream { "upstream" } else { "enhanced" },
+        "stage_lists": lists,
+        "stage_timeout_minutes": timeouts,
+        "single_node_rebooting_timeout_minutes": model::stage_timeout(Stage::Rebooting, true).as_secs() / 60,
+        "controller_joined_from": names(model::controller_joined_from(st.mode)),
+        "configuring_skipped": names(&model::configuring_skipped(st.mode, false)),
+        "upload_logs_types": model::logs_types(st.mode),
+        "download_logs_types": model::download_logs_types(st.mode),
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeBody {
+    host_id: Uuid,
+    /// The node's Ready condition.
+    #[serde(default)]
+    ready: bool,
+}
+
+/// One progress update the controller stand-in sent, and its answer.
+#[derive(Serialize)]
+struct ControllerPut {
+    stage: &'static str,
+    status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+/// Sends a progress update through the service's own rules, as the
+/// installer controller's `UpdateHostInstallProgress` call would.
+fn controller_put(world: &mut World, mode: Mode, host_id: Uuid, stage: Stage) -> ControllerPut {
+    let Some(host) = world.host_mut(host_id) else {
+        return ControllerPut {
+            stage: stage.as_str(),
+            status: 404,
+            reason: Some(format!("host {host_id} not found")),
+        };
+    };
+    match host.update_progress(stage, "", mode, SystemTime::now()) {
+        Ok(_) => ControllerPut {
+            stage: stage.as_str(),
+            status: 200,
+            reason: None,
+        },
+        Err(ProgressError::Conflict(reason)) => ControllerPut {
+            stage: stage.as_str(),
+            status: 409,
+            reason: Some(reason),
+        },
+    }
+}
+
+/// The installer controller seeing the host's node in the cluster
+/// (`waitAndUpdateNodesStatus`): `Joined` only from the stages it accepts,
+/// then `Done` once the node is Ready. Installed and disabled hosts are not
+/// looked at. Answers with the updates it sent.
+async fn controller_node(State(st): State<Shared>, body: Bytes) -> Result<Json<Value>, ApiError> {
+    let body: NodeBody = parse_json(&body)?;
+    let mut world = st.world.lock().unwrap();
+    let host = world
+        .host(body.host_id)
+        .ok_or_else(|| ApiError::not_found(format!("host {} not found", body.host_id)))?;
+    let mut puts = Vec::new();
+    if !matches!(host.status.as_str(), "installed" | "disabled") {
+        let stage = host.current_stage;
+        if stage.is_some_and(|s| model::controller_joined_from(st.mode).contains(&s)) {
+            let put = controller_put(&mut world, st.mode, body.host_id, Stage::Joined);
+            let failed = put.status != 200;
+            puts.push(put);
+            if failed {
+                // The controller logs the failure and moves on to the next node.
+                return Ok(Json(json!({ "puts": puts })));
+            }
+        }
+        let stage = world.host(body.host_id).and_then(|h| h.current_stage);
+        if body.ready && stage != Some(Stage::Done) {
+            puts.push(controller_put(
+                &mut world,
+                st.mode,
+                body.host_id,
+                Stage::Done,
+            ));
+        }
+    }
+    tracing::info!(
+        "controller saw node of host {}: {} updates",
+        body.host_id,
+        puts.len()
+    );
+    Ok(Json(json!({ "puts": puts })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IgnitionFetchedBody {
+    host_id: Uuid,
+    /// Seen in the bootstrap's machine-config server log (before the
+    /// control plane is up) rather than the cluster's.
+    #[serde(default)]
+    from_bootstrap: bool,
+}
+
+/// The bootstrap node / controller finding the host's Ignition fetch in the
+/// machine-config server's log (`SetConfiguringStatusForHosts`): Configuring
+/// (workers seen from the bootstrap: Waiting for ignition), unless the
+/// host's stage is one it skips.
+async fn controller_ignition_fetched(
+    State(st): State<Shared>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let body: IgnitionFetchedBody = parse_json(&body)?;
+    let mut world = st.world.lock().unwrap();
+    let host = world
+        .host(body.host_id)
+        .ok_or_else(|| ApiError::not_found(format!("host {} not found", body.host_id)))?;
+    let mut puts = Vec::new();
+    let skipped = model::configuring_skipped(st.mode, body.from_bootstrap);
+    if !host.current_stage.is_some_and(|s| skipped.contains(&s)) {
+        let stage = if body.from_bootstrap && host.role == model::Role::Worker {
+            Stage::WaitingForIgnition
+        } else {
+            Stage::Configuring
+        };
+        puts.push(controller_put(&mut world, st.mode, body.host_id, stage));
+    }
+    Ok(Json(json!({ "puts": puts })))
 }
 
 #[derive(Deserialize)]

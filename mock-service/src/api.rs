@@ -85,12 +85,83 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .and_then(|v| v.to_str().ok())
 }
 
+/// The resource a request names in its path; the hosted service's
+/// authorization checks the caller owns it.
+#[derive(Clone, Copy, Default)]
+struct Scope {
+    cluster: Option<Uuid>,
+    infra_env: Option<Uuid>,
+}
+
+impl Scope {
+    fn cluster(id: &str) -> Scope {
+        Scope {
+            cluster: Uuid::parse_str(id).ok(),
+            infra_env: None,
+        }
+    }
+
+    fn infra_env(id: &str) -> Scope {
+        Scope {
+            cluster: None,
+            infra_env: Uuid::parse_str(id).ok(),
+        }
+    }
+}
+
+fn agent_auth_enabled(world: &World) -> bool {
+    world.agent_token.is_some() || !world.agent_tokens.is_empty()
+}
+
+/// Whether the agent key is one the service accepts at all: the global
+/// token, or a token minted for an infra-env that exists. Upstream local
+/// auth checks no scope for agentAuth, only that the claimed infra-env
+/// exists.
+fn agent_key_valid(world: &World, key: Option<&str>) -> bool {
+    let Some(key) = key else {
+        return false;
+    };
+    world.agent_token.as_deref() == Some(key)
+        || world
+            .agent_tokens
+            .iter()
+            .any(|t| t.token == key && world.infra_env(t.infra_env_id).is_some())
+}
+
+/// The hosted service's ownership check: a pull-secret token reaches only
+/// its owner's clusters and infra-envs. A token minted for one infra-env
+/// owns that infra-env and the cluster it is bound to; the global token
+/// owns everything.
+fn agent_key_owns(world: &World, key: Option<&str>, scope: Scope) -> bool {
+    let Some(key) = key else {
+        return false;
+    };
+    if world.agent_token.as_deref() == Some(key) {
+        return true;
+    }
+    world.agent_tokens.iter().any(|t| {
+        let Some(env) = world.infra_env(t.infra_env_id) else {
+            return false;
+        };
+        t.token == key
+            && scope.infra_env.is_none_or(|ie| ie == env.id)
+            && scope
+                .cluster
+                .is_none_or(|c| env.cluster_id == Some(c) || cluster_of_hosts(world, env.id, c))
+    })
+}
+
+/// An unbound infra-env's hosts may still be bound to a cluster (late binding).
+fn cluster_of_hosts(world: &World, infra_env: Uuid, cluster: Uuid) -> bool {
+    world
+        .hosts
+        .iter()
+        .any(|h| h.infra_env_id == infra_env && h.cluster_id == Some(cluster))
+}
+
 fn scheme_passes(world: &World, scheme: Scheme, headers: &HeaderMap, q: &Query) -> bool {
     match scheme {
-        Scheme::Agent => world
-            .agent_token
-            .as_deref()
-            .is_none_or(|t| agent_key(headers) == Some(t)),
+        Scheme::Agent => !agent_auth_enabled(world) || agent_key_valid(world, agent_key(headers)),
         Scheme::User => world
             .user_token
             .as_deref()
@@ -104,12 +175,23 @@ fn scheme_passes(world: &World, scheme: Scheme, headers: &HeaderMap, q: &Query) 
 
 /// Passes if any scheme the endpoint declares accepts the request; a
 /// disabled scheme (no token seeded) accepts anything, as on-prem no-auth does.
+/// On the hosted service an agent key that is refused, or reaches a
+/// resource its owner does not own, gets 404 "Object Not Found".
 fn authorize(
+    st: &crate::AppState,
     world: &World,
     allowed: &[Scheme],
     headers: &HeaderMap,
     q: &Query,
+    scope: Scope,
 ) -> Result<(), ApiError> {
+    let key = agent_key(headers);
+    if st.hosted && allowed.contains(&Scheme::Agent) && key.is_some() && agent_auth_enabled(world) {
+        if agent_key_owns(world, key, scope) {
+            return Ok(());
+        }
+        return Err(ApiError::not_found("Object Not Found"));
+    }
     if allowed.iter().any(|s| scheme_passes(world, *s, headers, q)) {
         return Ok(());
     }
@@ -121,7 +203,7 @@ fn authorize(
             Scheme::Url => "an api_key query parameter",
         })
         .collect();
-    let presented = if agent_key(headers).is_some() {
+    let presented = if key.is_some() {
         if allowed.contains(&Scheme::Agent) {
             "invalid X-Secret-Key"
         } else {
@@ -179,6 +261,17 @@ fn logs_type_param(q: &Query, st: &crate::AppState) -> Result<Option<String>, Ap
         None => Ok(None),
         Some(t) if model::logs_types(st.mode).contains(&t.as_str()) => Ok(Some(t.clone())),
         Some(_) => Err(ApiError::Validation(model::logs_type_message(st.mode))),
+    }
+}
+
+/// The download's own enum, which also has `all`.
+fn download_logs_type_param(q: &Query, st: &crate::AppState) -> Result<Option<String>, ApiError> {
+    match q.get("logs_type") {
+        None => Ok(None),
+        Some(t) if model::download_logs_types(st.mode).contains(&t.as_str()) => Ok(Some(t.clone())),
+        Some(_) => Err(ApiError::Validation(model::download_logs_type_message(
+            st.mode,
+        ))),
     }
 }
 
@@ -291,12 +384,25 @@ async fn list_infra_env_hosts(
 ) -> Result<Json<Vec<serde_json::Value>>, ApiError> {
     let q = parse_query(raw.as_deref())?;
     let world = st.world.lock().unwrap();
-    authorize(&world, &[Scheme::Agent, Scheme::User], &headers, &q)?;
+    authorize(
+        &st,
+        &world,
+        &[Scheme::Agent, Scheme::User],
+        &headers,
+        &q,
+        Scope::infra_env(&infra_env_id),
+    )?;
     let id = parse_uuid("infra_env_id", "path", &infra_env_id)?;
     if world.infra_env(id).is_none() {
         return Err(ApiError::not_found(format!("infra env {id} not found")));
     }
-    Ok(Json(hosts_json(&world, st.mode, |h| h.infra_env_id == id)))
+    // `V2ListHosts` fills `progress_stages` (see `Host::listed_stages`).
+    Ok(Json(hosts_json(
+        &world,
+        st.mode,
+        |h| h.infra_env_id == id,
+        |h| Some(h.listed_stages(st.mode)),
+    )))
 }
 
 async fn list_cluster_hosts(
@@ -307,26 +413,39 @@ async fn list_cluster_hosts(
 ) -> Result<Json<Vec<serde_json::Value>>, ApiError> {
     let q = parse_query(raw.as_deref())?;
     let world = st.world.lock().unwrap();
-    authorize(&world, &[Scheme::Agent, Scheme::User], &headers, &q)?;
+    authorize(
+        &st,
+        &world,
+        &[Scheme::Agent, Scheme::User],
+        &headers,
+        &q,
+        Scope::cluster(&cluster_id),
+    )?;
     let id = parse_uuid("cluster_id", "path", &cluster_id)?;
     if world.cluster(id).is_none() {
         return Err(ApiError::not_found(format!("cluster {id} not found")));
     }
-    Ok(Json(hosts_json(&world, st.mode, |h| {
-        h.cluster_id == Some(id)
-    })))
+    // `ListClusterHosts` reads the rows as stored and never fills
+    // `progress_stages`: it is null there.
+    Ok(Json(hosts_json(
+        &world,
+        st.mode,
+        |h| h.cluster_id == Some(id),
+        |_| None,
+    )))
 }
 
 fn hosts_json(
     world: &World,
     mode: model::Mode,
     keep: impl Fn(&Host) -> bool,
+    stages: impl Fn(&Host) -> Option<Vec<Stage>>,
 ) -> Vec<serde_json::Value> {
     world
         .hosts
         .iter()
         .filter(|h| keep(h))
-        .map(|h| h.to_api_json(mode))
+        .map(|h| h.to_api_json(mode, stages(h).as_deref()))
         .collect()
 }
 
@@ -339,11 +458,18 @@ async fn get_host(
     let q = parse_query(raw.as_deref())?;
     let world = st.world.lock().unwrap();
     // The real service serves this to users only: an agent key gets 401.
-    authorize(&world, &[Scheme::User], &headers, &q)?;
+    authorize(
+        &st,
+        &world,
+        &[Scheme::User],
+        &headers,
+        &q,
+        Scope::infra_env(&infra_env_id),
+    )?;
     let ie = parse_uuid("infra_env_id", "path", &infra_env_id)?;
     let id = parse_uuid("host_id", "path", &host_id)?;
     let host = find_host(&world, ie, id)?;
-    Ok(Json(host.to_api_json(st.mode)))
+    Ok(Json(host.to_api_json(st.mode, Some(&host.stages(st.mode)))))
 }
 
 fn find_host(world: &World, infra_env_id: Uuid, host_id: Uuid) -> Result<&Host, ApiError> {
@@ -379,7 +505,14 @@ async fn update_progress(
     let q = parse_query(raw.as_deref())?;
     {
         let world = st.world.lock().unwrap();
-        authorize(&world, &[Scheme::Agent], &headers, &q)?;
+        authorize(
+            &st,
+            &world,
+            &[Scheme::Agent],
+            &headers,
+            &q,
+            Scope::infra_env(&infra_env_id),
+        )?;
     }
     let ie = parse_uuid("infra_env_id", "path", &infra_env_id)?;
     let id = parse_uuid("host_id", "path", &host_id)?;
@@ -419,34 +552,54 @@ async fn update_progress(
 
 // ---------- logs ----------
 
-/// Resolves the bundle key after checking cluster and host exist.
-fn bundle_key(
-    world: &World,
-    cluster_id: Uuid,
-    host_id: Option<Uuid>,
-    infra_env_id: Option<Uuid>,
-    logs_type: String,
-) -> Result<BundleKey, ApiError> {
+fn cluster_exists(world: &World, cluster_id: Uuid) -> Result<(), ApiError> {
     if world.cluster(cluster_id).is_none() {
         return Err(ApiError::not_found(format!(
             "cluster {cluster_id} not found"
         )));
     }
-    if let Some(h) = host_id {
-        let found = world.host(h).is_some_and(|host| {
-            host.cluster_id == Some(cluster_id)
-                && infra_env_id.is_none_or(|ie| ie == host.infra_env_id)
-        });
-        if !found {
-            return Err(ApiError::not_found(format!(
-                "host {h} not found in cluster {cluster_id}"
+    Ok(())
+}
+
+/// Upstream `GetClusterHostFromDB`: the host must be in that cluster; the
+/// infra-env plays no part.
+fn host_in_cluster(world: &World, cluster_id: Uuid, host_id: Uuid) -> Result<&Host, ApiError> {
+    cluster_exists(world, cluster_id)?;
+    world
+        .host(host_id)
+        .filter(|h| h.cluster_id == Some(cluster_id))
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "failed to get host {host_id} in cluster {cluster_id}: record not found"
+            ))
+        })
+}
+
+/// Where an upload goes, after the checks of upstream `v2uploadLogs`: host
+/// logs (and, enhanced, `host_boot`) need `host_id` of a host of the
+/// cluster; controller logs belong to the cluster whatever `host_id` says.
+fn upload_key(
+    world: &World,
+    cluster_id: Uuid,
+    host_id: Option<Uuid>,
+    logs_type: &str,
+) -> Result<BundleKey, ApiError> {
+    let host_id = if model::is_host_logs_type(logs_type) {
+        let Some(h) = host_id else {
+            return Err(ApiError::bad_request(format!(
+                "cluster_id and host_id are required for upload {logs_type} logs"
             )));
-        }
-    }
+        };
+        host_in_cluster(world, cluster_id, h)?;
+        Some(h)
+    } else {
+        cluster_exists(world, cluster_id)?;
+        None
+    };
     Ok(BundleKey {
         cluster_id,
         host_id,
-        logs_type,
+        logs_type: logs_type.to_owned(),
     })
 }
 
@@ -457,21 +610,35 @@ async fn upload_logs(
     RawQuery(raw): RawQuery,
     capture: Option<Extension<Arc<BodyCapture>>>,
     multipart: Result<Multipart, MultipartRejection>,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Response, ApiError> {
     let q = parse_query(raw.as_deref())?;
-    let key = {
+    if st.hosted && q.get("logs_type").is_some_and(|t| t == "node-boot") {
+        // The hosted gateway's own rule (assisted-service
+        // `openshift/template.yaml`) for the reverted reporter's logs type:
+        // a plain-text 400 before the service sees the request.
+        return Ok((
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "bad request",
+        )
+            .into_response());
+    }
+    {
         let world = st.world.lock().unwrap();
-        authorize(&world, &[Scheme::Agent], &headers, &q)?;
-        let cluster_id = parse_uuid("cluster_id", "path", &cluster_id)?;
-        let logs_type = logs_type_param(&q, &st)?
-            .ok_or_else(|| ApiError::Validation("logs_type in query is required".into()))?;
-        let host_id = query_uuid(&q, "host_id")?;
-        let infra_env_id = query_uuid(&q, "infra_env_id")?;
-        bundle_key(&world, cluster_id, host_id, infra_env_id, logs_type)?
-    };
+        authorize(
+            &st,
+            &world,
+            &[Scheme::Agent],
+            &headers,
+            &q,
+            Scope::cluster(&cluster_id),
+        )?;
+    }
+    // go-swagger's binder runs `ParseMultipartForm` before it validates any
+    // parameter: the whole body is read even when `logs_type` is refused.
     let mut multipart = multipart
         .map_err(|e| ApiError::bad_request(format!("expected a multipart/form-data body: {e}")))?;
-    let final_path = store::bundle_path(&st.data_dir, &key);
+    let incoming = store::incoming_path(&st.data_dir);
     let limit = st.max_upload_bytes;
 
     let mut upload: Option<(TempUpload, u64)> = None;
@@ -494,7 +661,7 @@ async fn upload_logs(
             }
             continue;
         }
-        let (tmp, mut file) = TempUpload::create(&final_path)
+        let (tmp, mut file) = TempUpload::create(&incoming)
             .await
             .map_err(|e| ApiError::internal(format!("creating the upload file failed: {e}")))?;
         let mut size: u64 = 0;
@@ -519,11 +686,22 @@ async fn upload_logs(
             .map_err(|e| ApiError::internal(format!("writing the upload failed: {e}")))?;
         upload = Some((tmp, size));
     }
+    // The parameters, in the binder's order; `infra_env_id` must be a uuid
+    // and is otherwise ignored.
+    let cluster_id = parse_uuid("cluster_id", "path", &cluster_id)?;
+    let host_id = query_uuid(&q, "host_id")?;
+    query_uuid(&q, "infra_env_id")?;
+    let logs_type = logs_type_param(&q, &st)?
+        .ok_or_else(|| ApiError::Validation("logs_type in query is required".into()))?;
     if too_large {
         return Err(ApiError::bad_request(format!(
             "upfile is larger than the maximum allowed size of {limit} bytes"
         )));
     }
+    let key = {
+        let world = st.world.lock().unwrap();
+        upload_key(&world, cluster_id, host_id, &logs_type)?
+    };
     let Some((tmp, size)) = upload else {
         return Err(ApiError::bad_request(
             "missing file field \"upfile\" in the multipart body",
@@ -535,19 +713,20 @@ async fn upload_logs(
         .await
         .map_err(|e| ApiError::internal(format!("inspecting the upload failed: {e}")))?;
 
+    let final_path = store::bundle_path(&st.data_dir, &key);
     let mut world = st.world.lock().unwrap();
     // A new seed may have arrived while the body was streaming.
-    bundle_key(
-        &world,
-        key.cluster_id,
-        key.host_id,
-        None,
-        key.logs_type.clone(),
-    )?;
+    upload_key(&world, key.cluster_id, key.host_id, &key.logs_type)?;
     // Rename and metadata change together under the lock, so the recorded
     // metadata always describes the file on disk.
     tmp.commit(&final_path)
         .map_err(|e| ApiError::internal(format!("storing the upload failed: {e}")))?;
+    let now = SystemTime::now();
+    if key.logs_type == "host" {
+        if let Some(h) = key.host_id.and_then(|h| world.host_mut(h)) {
+            h.logs_collected_at = Some(now);
+        }
+    }
     let uploads = world.bundles.get(&key).map_or(0, |m| m.uploads) + 1;
     tracing::info!(
         "stored {} logs of cluster {} host {:?}: {size} bytes, valid={valid}, upload #{uploads}",
@@ -559,14 +738,178 @@ async fn upload_logs(
         key,
         BundleMeta {
             size,
-            uploaded_at: SystemTime::now(),
+            uploaded_at: now,
             uploads,
             valid,
             members,
             path: final_path,
         },
     );
-    Ok(StatusCode::NO_CONTENT)
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// What a download serves, decided under the lock and built outside it.
+enum Download {
+    /// A stored bundle as it was uploaded.
+    Stored(BundleKey, String),
+    /// A tar the service assembles from stored bundles.
+    Tar(Vec<(String, store::TarMember)>, String),
+}
+
+/// The role and sanitized name upstream puts in a host's log file names;
+/// the role of a bootstrap host is `bootstrap`.
+fn role_and_name(host: &Host) -> (&'static str, String) {
+    let role = if host.bootstrap {
+        "bootstrap"
+    } else {
+        host.role.as_str()
+    };
+    let name = if host.requested_hostname.is_empty() {
+        host.id.to_string()
+    } else {
+        host.requested_hostname.clone()
+    };
+    (role, sanitize_name(&name))
+}
+
+/// `<cluster>_<role>_<hostname>`, as upstream names a host's logs.
+fn host_logs_base(cluster: &model::Cluster, host: &Host) -> String {
+    let (role, name) = role_and_name(host);
+    format!("{}_{role}_{name}", sanitize_name(&cluster.name))
+}
+
+/// Upstream `PrepareHostLogFile`: the host's stored objects, `boot_` ones
+/// named apart. `None` when the host has none.
+fn host_tar_members(
+    st: &crate::AppState,
+    world: &World,
+    cluster: &model::Cluster,
+    host: &Host,
+) -> Option<Vec<(String, store::TarMember)>> {
+    let cluster_name = sanitize_name(&cluster.name);
+    let (role, name) = role_and_name(host);
+    let mut members = Vec::new();
+    for (logs_type, member) in [
+        ("host", format!("{cluster_name}_{role}_{name}.tar.gz")),
+        (
+            "host_boot",
+            format!("{cluster_name}_{role}_boot_{name}.tar.gz"),
+        ),
+    ] {
+        let key = BundleKey {
+            cluster_id: cluster.id,
+            host_id: Some(host.id),
+            logs_type: logs_type.to_owned(),
+        };
+        if world.bundles.contains_key(&key) {
+            members.push((
+                member,
+                store::TarMember::File(store::bundle_path(&st.data_dir, &key)),
+            ));
+        }
+    }
+    (!members.is_empty()).then_some(members)
+}
+
+/// Upstream `getLogFileForDownload` and `V2DownloadClusterLogs`.
+fn plan_download(
+    st: &crate::AppState,
+    world: &World,
+    cluster_id: Uuid,
+    host_id: Option<Uuid>,
+    logs_type: Option<&str>,
+) -> Result<Download, ApiError> {
+    cluster_exists(world, cluster_id)?;
+    let cluster = world.cluster(cluster_id).expect("checked above");
+    match logs_type {
+        Some(t @ ("host" | "host_boot")) => {
+            let Some(host_id) = host_id else {
+                return Err(ApiError::bad_request(
+                    "Host ID must be provided for downloading host logs",
+                ));
+            };
+            let host = host_in_cluster(world, cluster_id, host_id)?;
+            let base = host_logs_base(cluster, host);
+            if t == "host" {
+                if host.logs_collected_at.is_none() {
+                    return Err(ApiError::conflict(format!(
+                        "Logs for host {host_id} were not found"
+                    )));
+                }
+                let members = host_tar_members(st, world, cluster, host).unwrap_or_default();
+                // Upstream names the download `.tar.gz` though it is a tar.
+                return Ok(Download::Tar(members, format!("{base}.tar.gz")));
+            }
+            let key = BundleKey {
+                cluster_id,
+                host_id: Some(host_id),
+                logs_type: t.to_owned(),
+            };
+            if !world.bundles.contains_key(&key) {
+                return Err(ApiError::conflict(format!(
+                    "Boot logs for host {host_id} were not found"
+                )));
+            }
+            let (role, name) = role_and_name(host);
+            Ok(Download::Stored(
+                key,
+                format!("{}_{role}_boot_{name}.tar.gz", sanitize_name(&cluster.name)),
+            ))
+        }
+        Some("controller") => {
+            let key = BundleKey {
+                cluster_id,
+                host_id: None,
+                logs_type: "controller".to_owned(),
+            };
+            if !world.bundles.contains_key(&key) {
+                return Err(ApiError::conflict(format!(
+                    "Controller Logs for cluster {cluster_id} were not found"
+                )));
+            }
+            Ok(Download::Stored(
+                key,
+                format!(
+                    "{}_{cluster_id}_controller.tar.gz",
+                    sanitize_name(&cluster.name)
+                ),
+            ))
+        }
+        // No logs_type (or `all`): the whole cluster, whatever host_id says.
+        _ => {
+            let mut members = Vec::new();
+            for host in world
+                .hosts
+                .iter()
+                .filter(|h| h.cluster_id == Some(cluster_id))
+            {
+                if let Some(inner) = host_tar_members(st, world, cluster, host) {
+                    members.push((
+                        format!("{}.tar", host_logs_base(cluster, host)),
+                        store::TarMember::Tar(inner),
+                    ));
+                }
+            }
+            let controller = BundleKey {
+                cluster_id,
+                host_id: None,
+                logs_type: "controller".to_owned(),
+            };
+            if world.bundles.contains_key(&controller) {
+                members.push((
+                    "controller_logs.tar.gz".to_owned(),
+                    store::TarMember::File(store::bundle_path(&st.data_dir, &controller)),
+                ));
+            }
+            if members.is_empty() {
+                return Err(ApiError::not_found("No log files were found"));
+            }
+            Ok(Download::Tar(
+                members,
+                format!("{}_{cluster_id}.tar", sanitize_name(&cluster.name)),
+            ))
+        }
+    }
 }
 
 async fn download_logs(
@@ -576,33 +919,52 @@ async fn download_logs(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let q = parse_query(raw.as_deref())?;
-    let (key, filename) = {
+    let plan = {
         let world = st.world.lock().unwrap();
-        authorize(&world, &[Scheme::User, Scheme::Url], &headers, &q)?;
+        authorize(
+            &st,
+            &world,
+            &[Scheme::User, Scheme::Url],
+            &headers,
+            &q,
+            Scope::cluster(&cluster_id),
+        )?;
         let cluster_id = parse_uuid("cluster_id", "path", &cluster_id)?;
         let host_id = query_uuid(&q, "host_id")?;
-        // Like the real service: host logs by default for a host, otherwise
-        // the controller's.
-        let logs_type = logs_type_param(&q, &st)?.unwrap_or_else(|| {
-            if host_id.is_some() {
-                "host"
-            } else {
-                "controller"
-            }
-            .to_owned()
-        });
-        let key = bundle_key(&world, cluster_id, host_id, None, logs_type)?;
-        if !world.bundles.contains_key(&key) {
-            return Err(ApiError::not_found(format!(
-                "no {} logs uploaded for cluster {cluster_id}{}",
-                key.logs_type,
-                host_id.map(|h| format!(" host {h}")).unwrap_or_default()
-            )));
-        }
-        let filename = bundle_filename(&world, &key);
-        (key, filename)
+        let logs_type = download_logs_type_param(&q, &st)?;
+        plan_download(&st, &world, cluster_id, host_id, logs_type.as_deref())?
     };
-    serve_bundle(&store::bundle_path(&st.data_dir, &key), &filename).await
+    match plan {
+        Download::Stored(key, filename) => {
+            serve_bundle(&store::bundle_path(&st.data_dir, &key), &filename).await
+        }
+        Download::Tar(members, filename) => {
+            let (tmp, _file) = TempUpload::create(&store::incoming_path(&st.data_dir))
+                .await
+                .map_err(|e| ApiError::internal(format!("creating the download failed: {e}")))?;
+            let path = tmp.path().to_owned();
+            tokio::task::spawn_blocking(move || store::write_tar(&path, &members))
+                .await
+                .map_err(|e| ApiError::internal(format!("building the download failed: {e}")))?
+                .map_err(|e| ApiError::internal(format!("building the download failed: {e}")))?;
+            // The open handle keeps the data; dropping `tmp` unlinks the name.
+            let resp = serve_bundle(tmp.path(), &filename).await;
+            drop(tmp);
+            resp
+        }
+    }
+}
+
+fn sanitize_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// `<cluster>_<hostname or id>_<logs type>.tar.gz`, restricted to safe characters.
@@ -657,4 +1019,80 @@ pub async fn serve_bundle(path: &std::path::Path, filename: &str) -> Result<Resp
         body,
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AgentToken, Cluster, InfraEnv};
+
+    fn world() -> (World, Uuid, Uuid, Uuid) {
+        let (c, e, other) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let world = World {
+            agent_tokens: vec![
+                AgentToken {
+                    token: "ie-token".into(),
+                    infra_env_id: e,
+                },
+                AgentToken {
+                    token: "cluster-minted".into(),
+                    infra_env_id: c,
+                },
+            ],
+            clusters: vec![Cluster {
+                id: c,
+                name: "c".into(),
+                openshift_version: String::new(),
+            }],
+            infra_envs: vec![InfraEnv {
+                id: e,
+                cluster_id: Some(c),
+                name: "e".into(),
+            }],
+            ..World::default()
+        };
+        (world, c, e, other)
+    }
+
+    #[test]
+    fn infra_env_tokens_authenticate_while_their_infra_env_exists() {
+        let (world, _, _, _) = world();
+        assert!(agent_auth_enabled(&world));
+        assert!(agent_key_valid(&world, Some("ie-token")));
+        // Minted for the cluster: its claim names no infra-env.
+        assert!(!agent_key_valid(&world, Some("cluster-minted")));
+        assert!(!agent_key_valid(&world, Some("other")));
+        assert!(!agent_key_valid(&world, None));
+    }
+
+    #[test]
+    fn hosted_ownership_covers_the_infra_env_and_its_cluster_only() {
+        let (world, c, e, other) = world();
+        let scope = |cluster, infra_env| Scope { cluster, infra_env };
+        assert!(agent_key_owns(
+            &world,
+            Some("ie-token"),
+            scope(Some(c), None)
+        ));
+        assert!(agent_key_owns(
+            &world,
+            Some("ie-token"),
+            scope(None, Some(e))
+        ));
+        assert!(!agent_key_owns(
+            &world,
+            Some("ie-token"),
+            scope(Some(other), None)
+        ));
+        assert!(!agent_key_owns(
+            &world,
+            Some("ie-token"),
+            scope(None, Some(other))
+        ));
+        assert!(!agent_key_owns(
+            &world,
+            Some("cluster-minted"),
+            scope(Some(c), None)
+        ));
+    }
 }

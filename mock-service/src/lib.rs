@@ -2,9 +2,12 @@
 //!
 //! It implements the parts of the assisted-service API the reporter talks to,
 //! with the real service's rules, as if the boot-reporter enhancement were
-//! merged (two new host stages, logs type `host_boot`); `upstream_compat`
-//! makes it answer like today's upstream instead. An admin API (no auth)
-//! seeds state, moves hosts, injects faults and exposes what was received.
+//! merged (two new host stages, logs type `host_boot`;
+//! docs/upstream-integration.md); `upstream_compat` makes it answer like
+//! today's upstream instead. Both run upstream's stage timers (`time_scale`
+//! times faster); `hosted` answers like the hosted service. An admin API (no
+//! auth, same-site only) seeds state, moves hosts as the installer
+//! controller would, injects faults and exposes what was received.
 
 mod admin;
 mod api;
@@ -12,6 +15,7 @@ mod browse;
 mod error;
 mod faults;
 mod model;
+mod monitor;
 mod page;
 mod requests;
 mod seed;
@@ -29,7 +33,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use faults::{Endpoint, Fault};
-pub use model::{Cluster, InfraEnv, Role};
+pub use model::{AgentToken, Cluster, HostKind, InfraEnv, Role};
 pub use seed::{Seed, SeedHost};
 pub use store::MAX_UPLOAD_BYTES;
 
@@ -43,6 +47,12 @@ pub struct MockConfig {
     pub upstream_compat: bool,
     /// Largest accepted `upfile`; the real service's limit by default.
     pub max_upload_bytes: u64,
+    /// Answer like the hosted service (console.redhat.com): a refused agent
+    /// token is a 404 "Object Not Found", not a 401.
+    pub hosted: bool,
+    /// Upstream's stage timeouts run this many times faster (1 = real
+    /// time), so tests can watch a host time out in seconds.
+    pub time_scale: f64,
 }
 
 impl MockConfig {
@@ -53,6 +63,8 @@ impl MockConfig {
             data_dir: data_dir.into(),
             upstream_compat: false,
             max_upload_bytes: MAX_UPLOAD_BYTES,
+            hosted: false,
+            time_scale: 1.0,
         }
     }
 }
@@ -62,6 +74,7 @@ pub(crate) struct AppState {
     pub mode: model::Mode,
     pub data_dir: PathBuf,
     pub max_upload_bytes: u64,
+    pub hosted: bool,
     pub world: Mutex<model::World>,
     pub faults: faults::FaultQueue,
     pub journal: Arc<requests::Journal>,
@@ -80,6 +93,11 @@ impl MockServer {
     /// Binds `listener_addr` (e.g. "127.0.0.1:0"), spawns the server on the
     /// current tokio runtime and returns at once.
     pub async fn start(listener_addr: &str, config: MockConfig) -> anyhow::Result<MockServer> {
+        anyhow::ensure!(
+            config.time_scale.is_finite() && config.time_scale >= 1.0,
+            "time scale must be a number >= 1, not {}",
+            config.time_scale
+        );
         let mode = model::Mode::from_upstream_compat(config.upstream_compat);
         let world = config.seed.into_world(mode)?;
         std::fs::create_dir_all(&config.data_dir)
@@ -90,6 +108,7 @@ impl MockServer {
             mode,
             data_dir,
             max_upload_bytes: config.max_upload_bytes,
+            hosted: config.hosted,
             world: Mutex::new(world),
             faults: faults::FaultQueue::default(),
             journal: Arc::default(),
@@ -99,6 +118,11 @@ impl MockServer {
             .with_context(|| format!("binding {listener_addr}"))?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(false);
+        tokio::spawn(monitor::run(
+            Arc::clone(&state),
+            config.time_scale,
+            rx.clone(),
+        ));
         let task = tokio::spawn(server::serve(listener, app(state), rx));
         Ok(MockServer {
             addr,

@@ -24,6 +24,14 @@ struct Args {
     /// Behave like today's upstream: no boot stages, no host_boot logs type.
     #[arg(long)]
     upstream_compat: bool,
+    /// Answer like the hosted service: a refused agent token gets 404
+    /// "Object Not Found".
+    #[arg(long)]
+    hosted: bool,
+    /// Run upstream's stage timeouts this many times faster (1 = real time;
+    /// 600 makes Rebooting's 40 min take 4 s).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
 }
 
 #[tokio::main]
@@ -49,6 +57,8 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!("storing bundles under {}", data_dir.display());
     let mut config = MockConfig::new(seed, data_dir);
     config.upstream_compat = args.upstream_compat;
+    config.hosted = args.hosted;
+    config.time_scale = args.time_scale;
     let server = MockServer::start(&args.listen, config).await?;
     {
         // Scripts wait for this exact line to learn the port.

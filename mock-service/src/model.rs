@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -157,10 +157,12 @@ impl Role {
     }
 }
 
-/// The stage list a host walks through. Mirrors upstream `FindMatchingStages`:
-/// bootstrap hosts get their own lists, and a role not yet decided
-/// (`auto-assign`) has no stages at all.
-pub fn stages_for(role: Role, bootstrap: bool, single_node: bool, mode: Mode) -> Vec<Stage> {
+/// Per-role stage lists as the mode's service defines them: upstream
+/// `internal/host/common.go` (`BootstrapStages`, `MasterStages`,
+/// `WorkerStages`, `SnoStages`), and in enhanced mode the same lists with the
+/// two boot stages inserted exactly as docs/upstream-integration.md says
+/// (a unit test reads the lists back from that document).
+pub fn role_stage_table(list: StageList, mode: Mode) -> Vec<Stage> {
     use Stage::{
         BootedWithControlPlaneIgnition as CpIgn, BootedWithLocalIgnition as LocalIgn, Configuring,
         CopyingRegistryDataToDisk as Registry, Done, Installing, Joined, Rebooting,
@@ -168,13 +170,8 @@ pub fn stages_for(role: Role, bootstrap: bool, single_node: bool, mode: Mode) ->
         WaitingForControlPlane as ControlPlane, WaitingForController as Controller,
         WaitingForIgnition as Ignition, WritingImageToDisk as Writing,
     };
-    let list: &[Stage] = if single_node {
-        &[
-            Start, Installing, Bootkube, Writing, Registry, Rebooting, LocalIgn, CpIgn, Joined,
-            Done,
-        ]
-    } else if bootstrap {
-        &[
+    let enhanced: &[Stage] = match list {
+        StageList::Bootstrap => &[
             Start,
             Installing,
             Writing,
@@ -188,48 +185,106 @@ pub fn stages_for(role: Role, bootstrap: bool, single_node: bool, mode: Mode) ->
             CpIgn,
             Joined,
             Done,
-        ]
-    } else {
-        match role {
-            Role::Master | Role::Arbiter => &[
-                Start,
-                Installing,
-                Writing,
-                Registry,
-                Rebooting,
-                LocalIgn,
-                Configuring,
-                CpIgn,
-                Joined,
-                Done,
-            ],
-            Role::Worker => &[
-                Start,
-                Installing,
-                Writing,
-                ControlPlane,
-                Rebooting,
-                LocalIgn,
-                Ignition,
-                Configuring,
-                CpIgn,
-                Joined,
-                Done,
-            ],
-            Role::AutoAssign => &[],
-        }
+        ],
+        StageList::Master => &[
+            Start,
+            Installing,
+            Writing,
+            Registry,
+            Rebooting,
+            LocalIgn,
+            Configuring,
+            CpIgn,
+            Joined,
+            Done,
+        ],
+        StageList::Worker => &[
+            Start,
+            Installing,
+            Writing,
+            ControlPlane,
+            Rebooting,
+            LocalIgn,
+            Ignition,
+            Configuring,
+            CpIgn,
+            Joined,
+            Done,
+        ],
+        StageList::SingleNode => &[
+            Start, Installing, Bootkube, Writing, Registry, Rebooting, LocalIgn, CpIgn, Joined,
+            Done,
+        ],
     };
-    list.iter()
+    enhanced
+        .iter()
         .copied()
         .filter(|s| mode == Mode::Enhanced || !s.is_enhancement())
         .collect()
 }
 
-/// Logs types accepted on upload, in the order the validation message lists them.
+/// The four stage lists of upstream `FindMatchingStages`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageList {
+    Bootstrap,
+    Master,
+    Worker,
+    SingleNode,
+}
+
+impl StageList {
+    pub const ALL: [StageList; 4] = [
+        StageList::Bootstrap,
+        StageList::Master,
+        StageList::Worker,
+        StageList::SingleNode,
+    ];
+
+    /// The Go variable name upstream gives the list.
+    pub fn upstream_name(self) -> &'static str {
+        match self {
+            StageList::Bootstrap => "BootstrapStages",
+            StageList::Master => "MasterStages",
+            StageList::Worker => "WorkerStages",
+            StageList::SingleNode => "SnoStages",
+        }
+    }
+}
+
+/// The stage list a host walks through. Mirrors upstream `FindMatchingStages`:
+/// bootstrap hosts get their own lists (the single-node one only when the
+/// caller knows the cluster is single node), and a role not yet decided
+/// (`auto-assign`) has no stages at all.
+pub fn stages_for(role: Role, bootstrap: bool, single_node: bool, mode: Mode) -> Vec<Stage> {
+    let list = match (bootstrap, single_node, role) {
+        (true, true, _) => StageList::SingleNode,
+        (true, false, _) => StageList::Bootstrap,
+        (false, _, Role::Master | Role::Arbiter) => StageList::Master,
+        (false, _, Role::Worker) => StageList::Worker,
+        (false, _, Role::AutoAssign) => return Vec::new(),
+    };
+    role_stage_table(list, mode)
+}
+
+/// Logs types accepted on upload (swagger `V2UploadLogs` enum), in the order
+/// the validation message lists them.
 pub fn logs_types(mode: Mode) -> &'static [&'static str] {
     match mode {
         Mode::Enhanced => &["host", "controller", "host_boot"],
         Mode::Upstream => &["host", "controller"],
+    }
+}
+
+/// Logs types that belong to one host and need `host_id` on upload.
+pub fn is_host_logs_type(logs_type: &str) -> bool {
+    matches!(logs_type, "host" | "host_boot")
+}
+
+/// Logs types accepted on download (swagger `V2DownloadClusterLogs` enum).
+pub fn download_logs_types(mode: Mode) -> &'static [&'static str] {
+    match mode {
+        Mode::Enhanced => &["host", "controller", "all", "host_boot"],
+        Mode::Upstream => &["host", "controller", "all"],
     }
 }
 
@@ -238,6 +293,78 @@ pub fn logs_type_message(mode: Mode) -> String {
         "logs_type in query should be one of [{}]",
         logs_types(mode).join(" ")
     )
+}
+
+pub fn download_logs_type_message(mode: Mode) -> String {
+    format!(
+        "logs_type in query should be one of [{}]",
+        download_logs_types(mode).join(" ")
+    )
+}
+
+/// Stages from which the installer controller moves a host whose node
+/// appeared to `Joined`: assisted-installer `assisted_installer_controller.go`
+/// `waitAndUpdateNodesStatus` accepts only Configuring and Rebooting today;
+/// the enhanced controller also accepts the two boot stages.
+pub fn controller_joined_from(mode: Mode) -> &'static [Stage] {
+    match mode {
+        Mode::Upstream => &[Stage::Configuring, Stage::Rebooting],
+        Mode::Enhanced => &[
+            Stage::Rebooting,
+            Stage::BootedWithLocalIgnition,
+            Stage::Configuring,
+            Stage::BootedWithControlPlaneIgnition,
+        ],
+    }
+}
+
+/// Stages in which a host's Ignition fetch found in the machine-config
+/// server's log does not move it to Configuring (assisted-installer
+/// `src/common/common.go` `SetConfiguringStatusForHosts` `notValidStates`;
+/// from the bootstrap also Waiting for ignition). The enhanced controller
+/// also leaves a host that already reported its control plane boot alone.
+pub fn configuring_skipped(mode: Mode, from_bootstrap: bool) -> Vec<Stage> {
+    let mut skip = vec![Stage::Configuring, Stage::Joined, Stage::Done];
+    if mode == Mode::Enhanced {
+        skip.push(Stage::BootedWithControlPlaneIgnition);
+    }
+    if from_bootstrap {
+        skip.push(Stage::WaitingForIgnition);
+    }
+    skip
+}
+
+/// Upstream `internal/host/config.go` `hostStageTimeoutDefaults`; a stage
+/// not in the table gets `hostStageTimeoutDefault` (60 min). The enhanced
+/// service lists the two boot stages explicitly (60 min each) so their
+/// `HOST_STAGE_*_TIMEOUT` variables exist. Single node reboots get 80 min
+/// (`singleNodeRebootTimeout`, `internal/host/host.go`).
+pub fn stage_timeout(stage: Stage, single_node: bool) -> Duration {
+    const MIN: u64 = 60;
+    let minutes = match stage {
+        Stage::Rebooting if single_node => 80,
+        Stage::StartingInstallation | Stage::WritingImageToDisk => 30,
+        Stage::CopyingRegistryDataToDisk => 90,
+        Stage::Rebooting => 40,
+        Stage::WaitingForIgnition => 24 * 60,
+        // Everything else, the two boot stages included: 60 min.
+        _ => 60,
+    };
+    Duration::from_secs(minutes * MIN)
+}
+
+/// Go's `time.Duration.String()` for whole seconds, as upstream prints
+/// `$MAX_TIME` in status messages ("40m0s", "1h0m0s").
+pub fn go_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    if h > 0 {
+        format!("{h}h{m}m{s}s")
+    } else if m > 0 {
+        format!("{m}m{s}s")
+    } else {
+        format!("{s}s")
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -269,6 +396,23 @@ pub struct HistoryEntry {
     pub at: SystemTime,
 }
 
+/// Swagger `host.kind`: a day-1 host or one added to an installed cluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HostKind {
+    #[default]
+    Host,
+    AddToExistingClusterHost,
+}
+
+impl HostKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostKind::Host => "Host",
+            HostKind::AddToExistingClusterHost => "AddToExistingClusterHost",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Host {
     pub id: Uuid,
@@ -278,12 +422,20 @@ pub struct Host {
     pub role: Role,
     pub bootstrap: bool,
     pub single_node: bool,
+    pub kind: HostKind,
     pub status: String,
     pub status_info: String,
     pub current_stage: Option<Stage>,
     pub progress_info: String,
     pub stage_started_at: Option<SystemTime>,
+    /// Upstream `progress_stage_updated_at`: every accepted progress PUT
+    /// (also one that only changes `progress_info`) restarts the stage
+    /// timer from here.
     pub stage_updated_at: Option<SystemTime>,
+    pub stage_timed_out: bool,
+    /// Upstream `logs_collected_at`, set by a `host` logs upload; a `host`
+    /// download answers 409 while it is unset.
+    pub logs_collected_at: Option<SystemTime>,
     pub created_at: SystemTime,
     pub updated_at: SystemTime,
     pub history: Vec<HistoryEntry>,
@@ -308,14 +460,58 @@ pub enum ProgressOutcome {
     Unchanged,
     InfoUpdated,
     StageChanged,
+    /// `Failed`: the status went to `error`, the stage stayed.
+    StatusError,
+}
+
+/// Upstream `statusRebootTimeout` with `$INSTALLATION_DISK` replaced by
+/// nothing, as `replaceMacros` does when the inventory names no disk.
+const REBOOT_TIMEOUT_INFO: &str = "Host timed out when pulling the configuration files. \
+Verify in the host console that the host boots from the OpenShift installation disk  and \
+has network access to the cluster API. The installation will resume after the host \
+successfully boots and can access the cluster API";
+
+/// What the stage monitor did to a host.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Timeout {
+    /// `Rebooting` took too long: wrong boot order suspected.
+    PendingUserAction,
+    Error,
 }
 
 impl Host {
+    /// Upstream `GetStagesByRole` with the real single-node flag: the list
+    /// progress updates are checked against.
     pub fn stages(&self, mode: Mode) -> Vec<Stage> {
-        stages_for(self.role, self.bootstrap, self.single_node, mode)
+        let mut stages = stages_for(self.role, self.bootstrap, self.single_node, mode);
+        // Day-2 hosts (without kube-api): Rebooting is the last stage the
+        // service can follow.
+        if self.kind == HostKind::AddToExistingClusterHost {
+            if let Some(i) = stages.iter().position(|s| *s == Stage::Rebooting) {
+                stages.truncate(i + 1);
+            }
+        }
+        stages
     }
 
-    /// Applies an agent's progress report with the real service's rules.
+    /// The `progress_stages` the infra-env host list (`V2ListHosts`) sends:
+    /// upstream calls `customizeHost(nil, host)` there, so a single-node
+    /// bootstrap host is listed with the multi-node bootstrap list. The
+    /// enhanced service passes the host's cluster (see the integration doc).
+    pub fn listed_stages(&self, mode: Mode) -> Vec<Stage> {
+        match mode {
+            Mode::Enhanced => self.stages(mode),
+            Mode::Upstream => Host {
+                single_node: false,
+                ..self.clone()
+            }
+            .stages(mode),
+        }
+    }
+
+    /// Applies an agent's progress report with upstream's rules
+    /// (`internal/host/host.go` `UpdateInstallProgress` and the
+    /// `HostProgressChanged` transitions of `statemachine.go`).
     pub fn update_progress(
         &mut self,
         stage: Stage,
@@ -328,7 +524,7 @@ impl Host {
                 return Ok(ProgressOutcome::Unchanged);
             }
             // A new detail within the same stage is always taken, whatever the
-            // status: it only refreshes what the UI shows.
+            // status, and restarts the stage timer.
             info.clone_into(&mut self.progress_info);
             self.stage_updated_at = Some(now);
             self.updated_at = now;
@@ -348,7 +544,24 @@ impl Host {
                 self.status
             )));
         }
-        if stage != Stage::Failed {
+        if stage == Stage::Failed {
+            // Upstream keeps the last progress: only the status changes.
+            "error".clone_into(&mut self.status);
+            self.status_info = if info.is_empty() {
+                "Failed".to_owned()
+            } else {
+                format!("Failed - {info}")
+            };
+            self.updated_at = now;
+            self.history.push(HistoryEntry {
+                stage: Stage::Failed.as_str(),
+                progress_info: info.to_owned(),
+                at: now,
+            });
+            return Ok(ProgressOutcome::StatusError);
+        }
+        // The role-list check runs only once the host has a stage.
+        if let Some(current) = self.current_stage {
             let stages = self.stages(mode);
             let Some(new_index) = stages.iter().position(|s| *s == stage) else {
                 return Err(ProgressError::Conflict(format!(
@@ -357,25 +570,49 @@ impl Host {
                     self.bootstrap
                 )));
             };
-            if let Some(current) = self.current_stage {
-                if let Some(cur_index) = stages.iter().position(|s| *s == current) {
-                    if new_index < cur_index {
-                        return Err(ProgressError::Conflict(format!(
-                            "Can't assign lower stage \"{stage}\" after host has been in stage \"{current}\""
-                        )));
-                    }
+            // A current stage outside the list has index -1 upstream: any
+            // listed stage is "higher".
+            if let Some(cur_index) = stages.iter().position(|s| *s == current) {
+                if new_index < cur_index {
+                    return Err(ProgressError::Conflict(format!(
+                        "Can't assign lower stage \"{stage}\" after host has been in stage \"{current}\""
+                    )));
                 }
             }
         }
-        self.set_stage(stage, info, None, now);
+        // Day-2 hosts without kube-api: the installer's Rebooting is stored
+        // as Done, since nothing will follow the host any further.
+        let stored = if stage == Stage::Rebooting && self.kind == HostKind::AddToExistingClusterHost
+        {
+            Stage::Done
+        } else {
+            stage
+        };
+        let status = self.progress_status(stored);
+        self.set_stage(stored, info, Some(&status), now);
         Ok(ProgressOutcome::StageChanged)
     }
 
-    /// Moves the host unconditionally, as the installer controller or an
-    /// operator would; `status` overrides the status derived from the stage.
+    /// The `HostProgressChanged` transitions: Done installs the host (a day-2
+    /// host is added to its cluster); any other change, and Done from
+    /// `installing-pending-user-action`, means installing-in-progress.
+    fn progress_status(&self, stage: Stage) -> String {
+        let status = self.status.as_str();
+        let day2 = self.kind == HostKind::AddToExistingClusterHost;
+        let next = match stage {
+            Stage::Done if day2 => "added-to-existing-cluster",
+            Stage::Done if matches!(status, "installing" | "installing-in-progress") => "installed",
+            _ => "installing-in-progress",
+        };
+        next.to_owned()
+    }
+
+    /// Moves the host unconditionally, as an operator would; `status`
+    /// overrides the status derived from the stage.
     pub fn set_stage(&mut self, stage: Stage, info: &str, status: Option<&str>, now: SystemTime) {
         if self.current_stage != Some(stage) {
             self.stage_started_at = Some(now);
+            self.stage_timed_out = false;
         }
         self.current_stage = Some(stage);
         info.clone_into(&mut self.progress_info);
@@ -406,6 +643,41 @@ impl Host {
         });
     }
 
+    /// Upstream `HasInstallationInProgressTimedOut` and the refresh
+    /// transitions that follow it, for a host in `installing-in-progress`:
+    /// `Rebooting` past its timeout goes to `installing-pending-user-action`
+    /// (wrong boot order), any other stage to `error`. The clock is
+    /// `stage_updated_at`, which every accepted progress PUT restarts.
+    /// Not modelled: soft timeouts (an org feature, off by default) and the
+    /// exemption of the pre-reboot stages while the cluster itself waits for
+    /// the user.
+    pub fn check_stage_timeout(&mut self, scale: f64, now: SystemTime) -> Option<Timeout> {
+        if self.status != "installing-in-progress" {
+            return None;
+        }
+        let stage = self.current_stage?;
+        let since = self.stage_updated_at?;
+        let limit = stage_timeout(stage, self.single_node);
+        let elapsed = now.duration_since(since).unwrap_or_default();
+        if elapsed.as_secs_f64() * scale <= limit.as_secs_f64() {
+            return None;
+        }
+        self.updated_at = now;
+        self.stage_timed_out = true;
+        if stage == Stage::Rebooting {
+            "installing-pending-user-action".clone_into(&mut self.status);
+            REBOOT_TIMEOUT_INFO.clone_into(&mut self.status_info);
+            Some(Timeout::PendingUserAction)
+        } else {
+            "error".clone_into(&mut self.status);
+            self.status_info = format!(
+                "Host failed to install because its installation stage {stage} took longer than expected {}",
+                go_duration(stage_timeout(stage, false))
+            );
+            Some(Timeout::Error)
+        }
+    }
+
     /// Mirrors upstream: position in the role's list, Done is always 100.
     pub fn installation_percentage(&self, mode: Mode) -> i64 {
         let Some(stage) = self.current_stage else {
@@ -433,7 +705,9 @@ impl Host {
     /// The host as the swagger `host` definition serialises it. Optional
     /// fields are omitted when unset, as go-swagger's `omitempty` does, so a
     /// generated client never meets a null it does not expect.
-    pub fn to_api_json(&self, mode: Mode) -> Value {
+    /// `progress_stages` has no `omitempty` upstream: `None` (what the
+    /// cluster host list sends, it never fills the field) is `null`.
+    pub fn to_api_json(&self, mode: Mode, progress_stages: Option<&[Stage]>) -> Value {
         let mut progress = serde_json::Map::new();
         progress.insert(
             "installation_percentage".into(),
@@ -449,10 +723,10 @@ impl Host {
         if let Some(t) = self.stage_updated_at {
             progress.insert("stage_updated_at".into(), json!(fmt_time(t)));
         }
-        progress.insert("stage_timed_out".into(), json!(false));
+        progress.insert("stage_timed_out".into(), json!(self.stage_timed_out));
 
         let mut host = serde_json::Map::new();
-        host.insert("kind".into(), json!("Host"));
+        host.insert("kind".into(), json!(self.kind.as_str()));
         host.insert("id".into(), json!(self.id));
         host.insert("href".into(), json!(self.href()));
         if let Some(c) = self.cluster_id {
@@ -465,8 +739,12 @@ impl Host {
         host.insert("bootstrap".into(), json!(self.bootstrap));
         host.insert("requested_hostname".into(), json!(self.requested_hostname));
         host.insert("progress".into(), Value::Object(progress));
-        let stages: Vec<&str> = self.stages(mode).iter().map(|s| s.as_str()).collect();
+        let stages: Option<Vec<&str>> =
+            progress_stages.map(|l| l.iter().map(|s| s.as_str()).collect());
         host.insert("progress_stages".into(), json!(stages));
+        if let Some(t) = self.logs_collected_at {
+            host.insert("logs_collected_at".into(), json!(fmt_time(t)));
+        }
         if let Some(t) = self.stage_started_at {
             host.insert("stage_started_at".into(), json!(fmt_time(t)));
         }
@@ -477,6 +755,17 @@ impl Host {
         host.insert("updated_at".into(), json!(fmt_time(self.updated_at)));
         Value::Object(host)
     }
+}
+
+/// An agent token minted for an infra-env: the claim `infra_env_id` of
+/// upstream's local JWT. It authenticates while an infra-env with that id
+/// exists; one minted "for the cluster" carries the cluster's id there and
+/// is refused (`pkg/auth/local_authenticator.go` `AuthAgentAuth`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentToken {
+    pub token: String,
+    pub infra_env_id: Uuid,
 }
 
 /// Key of a stored bundle: one per (cluster, host, logs type). Controller
@@ -492,6 +781,9 @@ pub struct BundleKey {
 #[derive(Debug, Default)]
 pub struct World {
     pub agent_token: Option<String>,
+    /// Tokens minted for one infra-env, as upstream local (JWT) auth mints
+    /// them (`internal/cluster/auth.go` `AgentToken`).
+    pub agent_tokens: Vec<AgentToken>,
     pub user_token: Option<String>,
     pub clusters: Vec<Cluster>,
     pub infra_envs: Vec<InfraEnv>,
@@ -500,6 +792,22 @@ pub struct World {
 }
 
 impl World {
+    /// One pass of upstream's host monitor over the stage timers; returns
+    /// what it did, for logging.
+    pub fn refresh_stage_timeouts(
+        &mut self,
+        scale: f64,
+        now: SystemTime,
+    ) -> Vec<(Uuid, Stage, Timeout)> {
+        self.hosts
+            .iter_mut()
+            .filter_map(|h| {
+                let stage = h.current_stage?;
+                h.check_stage_timeout(scale, now).map(|t| (h.id, stage, t))
+            })
+            .collect()
+    }
+
     pub fn cluster(&self, id: Uuid) -> Option<&Cluster> {
         self.clusters.iter().find(|c| c.id == id)
     }
@@ -548,12 +856,15 @@ mod tests {
             role,
             bootstrap,
             single_node: false,
+            kind: HostKind::Host,
             status: status.into(),
             status_info: String::new(),
             current_stage: stage,
             progress_info: String::new(),
             stage_started_at: None,
             stage_updated_at: None,
+            stage_timed_out: false,
+            logs_collected_at: None,
             created_at: now,
             updated_at: now,
             history: Vec::new(),
@@ -673,24 +984,227 @@ mod tests {
     }
 
     #[test]
-    fn failed_is_allowed_from_any_stage() {
-        let mut h = host(Role::Worker, false, "installing", Some(Stage::Joined));
-        h.update_progress(
-            Stage::Failed,
-            "disk gone",
-            Mode::Enhanced,
-            SystemTime::now(),
-        )
-        .unwrap();
-        assert_eq!(h.status, "error");
-        assert_eq!(h.status_info, "Failed - disk gone");
+    fn failed_sets_error_and_keeps_the_stage() {
+        for mode in [Mode::Enhanced, Mode::Upstream] {
+            let mut h = host(Role::Worker, false, "installing", Some(Stage::Joined));
+            let before = SystemTime::UNIX_EPOCH;
+            h.stage_updated_at = Some(before);
+            assert_eq!(
+                h.update_progress(Stage::Failed, "disk gone", mode, SystemTime::now()),
+                Ok(ProgressOutcome::StatusError)
+            );
+            assert_eq!(h.status, "error");
+            assert_eq!(h.status_info, "Failed - disk gone");
+            assert_eq!(h.current_stage, Some(Stage::Joined));
+            assert_eq!(h.progress_info, "");
+            assert_eq!(h.stage_updated_at, Some(before), "Failed restarts no timer");
+        }
+    }
+
+    #[test]
+    fn role_list_check_only_once_a_stage_exists() {
+        for mode in [Mode::Enhanced, Mode::Upstream] {
+            // No stage yet: a stage outside the role's list is taken.
+            let mut h = host(Role::Master, false, "installing", None);
+            assert_eq!(
+                h.update_progress(Stage::WaitingForIgnition, "", mode, SystemTime::now()),
+                Ok(ProgressOutcome::StageChanged)
+            );
+            assert_eq!(h.installation_percentage(mode), 0);
+            // Now it has one, and the list applies.
+            assert!(h
+                .update_progress(Stage::WaitingForBootkube, "", mode, SystemTime::now())
+                .is_err());
+        }
+    }
+
+    #[test]
+    fn done_while_pending_user_action_is_installing_in_progress() {
+        for mode in [Mode::Enhanced, Mode::Upstream] {
+            let mut h = host(
+                Role::Master,
+                false,
+                "installing-pending-user-action",
+                Some(Stage::Rebooting),
+            );
+            h.update_progress(Stage::Done, "", mode, SystemTime::now())
+                .unwrap();
+            assert_eq!(h.current_stage, Some(Stage::Done));
+            assert_eq!(h.status, "installing-in-progress");
+            // From installing-in-progress, Done installs the host.
+            let mut h = host(
+                Role::Master,
+                false,
+                "installing-in-progress",
+                Some(Stage::Joined),
+            );
+            h.update_progress(Stage::Done, "", mode, SystemTime::now())
+                .unwrap();
+            assert_eq!(h.status, "installed");
+        }
+    }
+
+    #[test]
+    fn day2_host_rebooting_is_stored_as_done() {
+        let mut h = host(
+            Role::Worker,
+            false,
+            "installing-in-progress",
+            Some(Stage::Installing),
+        );
+        h.kind = HostKind::AddToExistingClusterHost;
+        assert_eq!(
+            names(&h.stages(Mode::Enhanced)).last(),
+            Some(&"Rebooting"),
+            "day-2 lists end at Rebooting"
+        );
+        h.update_progress(Stage::Rebooting, "", Mode::Enhanced, SystemTime::now())
+            .unwrap();
+        assert_eq!(h.current_stage, Some(Stage::Done));
+        assert_eq!(h.status, "added-to-existing-cluster");
+        // The boot stages are not in a day-2 host's list.
+        let mut h = host(
+            Role::Worker,
+            false,
+            "installing-in-progress",
+            Some(Stage::Installing),
+        );
+        h.kind = HostKind::AddToExistingClusterHost;
+        assert!(h
+            .update_progress(
+                Stage::BootedWithLocalIgnition,
+                "",
+                Mode::Enhanced,
+                SystemTime::now()
+            )
+            .is_err());
+    }
+
+    #[test]
+    fn stage_timeouts_follow_upstream_defaults() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let at = |min: u64| t0 + Duration::from_secs(min * 60);
+        let mut h = host(
+            Role::Master,
+            false,
+            "installing-in-progress",
+            Some(Stage::Rebooting),
+        );
+        h.stage_updated_at = Some(t0);
+        assert_eq!(h.check_stage_timeout(1.0, at(40)), None);
+        assert_eq!(
+            h.check_stage_timeout(1.0, at(41)),
+            Some(Timeout::PendingUserAction)
+        );
+        assert_eq!(h.status, "installing-pending-user-action");
+        assert!(h.stage_timed_out);
+        // Only installing-in-progress hosts time out.
+        assert_eq!(h.check_stage_timeout(1.0, at(500)), None);
+
+        let mut sno = host(
+            Role::Master,
+            true,
+            "installing-in-progress",
+            Some(Stage::Rebooting),
+        );
+        sno.single_node = true;
+        sno.stage_updated_at = Some(t0);
+        assert_eq!(sno.check_stage_timeout(1.0, at(79)), None);
+        assert!(sno.check_stage_timeout(1.0, at(81)).is_some());
+
+        for stage in [
+            Stage::Configuring,
+            Stage::Joined,
+            Stage::BootedWithLocalIgnition,
+            Stage::BootedWithControlPlaneIgnition,
+        ] {
+            let mut h = host(Role::Master, false, "installing-in-progress", Some(stage));
+            h.stage_updated_at = Some(t0);
+            assert_eq!(h.check_stage_timeout(1.0, at(59)), None, "{stage}");
+            assert_eq!(
+                h.check_stage_timeout(1.0, at(61)),
+                Some(Timeout::Error),
+                "{stage}"
+            );
+            assert_eq!(h.status, "error");
+            assert!(
+                h.status_info.ends_with("took longer than expected 1h0m0s"),
+                "{}",
+                h.status_info
+            );
+        }
+        // The scale divides upstream's durations: 40 min at 600x is 4 s.
+        let mut h = host(
+            Role::Master,
+            false,
+            "installing-in-progress",
+            Some(Stage::Rebooting),
+        );
+        h.stage_updated_at = Some(t0);
+        assert_eq!(
+            h.check_stage_timeout(600.0, t0 + Duration::from_secs(3)),
+            None
+        );
+        assert!(h
+            .check_stage_timeout(600.0, t0 + Duration::from_secs(5))
+            .is_some());
+        assert_eq!(go_duration(Duration::from_secs(40 * 60)), "40m0s");
+        assert_eq!(go_duration(Duration::from_secs(24 * 3600)), "24h0m0s");
+    }
+
+    #[test]
+    fn every_accepted_put_restarts_the_stage_timer() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let mut h = host(
+            Role::Master,
+            false,
+            "installing-in-progress",
+            Some(Stage::Configuring),
+        );
+        h.stage_updated_at = Some(t0);
+        let t1 = t0 + Duration::from_secs(50 * 60);
+        // Only progress_info changes: still a restart.
+        assert_eq!(
+            h.update_progress(Stage::Configuring, "note", Mode::Upstream, t1),
+            Ok(ProgressOutcome::InfoUpdated)
+        );
+        assert_eq!(h.stage_updated_at, Some(t1));
+        assert_eq!(
+            h.check_stage_timeout(1.0, t0 + Duration::from_secs(70 * 60)),
+            None
+        );
+        // The identical PUT changes nothing, the timer included.
+        let t2 = t1 + Duration::from_secs(60);
+        assert_eq!(
+            h.update_progress(Stage::Configuring, "note", Mode::Upstream, t2),
+            Ok(ProgressOutcome::Unchanged)
+        );
+        assert_eq!(h.stage_updated_at, Some(t1));
+    }
+
+    #[test]
+    fn sno_hosts_are_listed_with_the_multi_node_bootstrap_list_upstream() {
+        let mut h = host(Role::Master, true, "installing-in-progress", None);
+        h.single_node = true;
+        assert_eq!(
+            h.listed_stages(Mode::Upstream),
+            role_stage_table(StageList::Bootstrap, Mode::Upstream)
+        );
+        assert_eq!(
+            h.stages(Mode::Upstream),
+            role_stage_table(StageList::SingleNode, Mode::Upstream)
+        );
+        assert_eq!(
+            h.listed_stages(Mode::Enhanced),
+            role_stage_table(StageList::SingleNode, Mode::Enhanced)
+        );
     }
 
     #[test]
     fn host_json_has_swagger_fields() {
         let mut h = host(Role::Worker, false, "installing", None);
         h.cluster_id = None;
-        let v = h.to_api_json(Mode::Enhanced);
+        let v = h.to_api_json(Mode::Enhanced, Some(&h.stages(Mode::Enhanced)));
         assert_eq!(v["kind"], "Host");
         assert!(v.get("cluster_id").is_none());
         assert!(v["progress"].get("current_stage").is_none());

@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::model::{Cluster, Host, InfraEnv, Mode, Role, Stage, World};
+use crate::model::{AgentToken, Cluster, Host, HostKind, InfraEnv, Mode, Role, Stage, World};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -18,6 +18,10 @@ pub struct Seed {
     /// Accepted `X-Secret-Key`; `None` disables agent auth (on-prem no-auth).
     #[serde(default)]
     pub agent_token: Option<String>,
+    /// Tokens minted for one infra-env each (local JWT auth). With any of
+    /// these or `agent_token` set, agent auth is on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_tokens: Vec<AgentToken>,
     /// Accepted `Authorization: Bearer` / `api_key`; `None` disables user auth.
     #[serde(default)]
     pub user_token: Option<String>,
@@ -43,6 +47,9 @@ pub struct SeedHost {
     pub bootstrap: bool,
     #[serde(default)]
     pub single_node: bool,
+    /// `AddToExistingClusterHost` for a day-2 host.
+    #[serde(default)]
+    pub kind: HostKind,
     #[serde(default = "default_status")]
     pub status: String,
     /// Empty or absent means the host has not reported a stage yet.
@@ -178,12 +185,15 @@ impl Seed {
                 role: h.role,
                 bootstrap: h.bootstrap,
                 single_node: h.single_node,
+                kind: h.kind,
                 status: h.status,
                 status_info,
                 current_stage,
                 progress_info: h.progress_info,
                 stage_started_at: current_stage.map(|_| now),
                 stage_updated_at: current_stage.map(|_| now),
+                stage_timed_out: false,
+                logs_collected_at: None,
                 created_at: now,
                 updated_at: now,
                 history: Vec::new(),
@@ -199,8 +209,14 @@ impl Seed {
             }
             hosts.push(host);
         }
+        for t in &self.agent_tokens {
+            if t.token.is_empty() {
+                bail!("seed: an agent_tokens entry has an empty token");
+            }
+        }
         Ok(World {
             agent_token: self.agent_token,
+            agent_tokens: self.agent_tokens,
             user_token: self.user_token,
             clusters: self.clusters,
             infra_envs: self.infra_envs,

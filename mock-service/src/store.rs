@@ -34,6 +34,13 @@ pub fn bundles_root(data_dir: &Path) -> PathBuf {
     data_dir.join("bundles")
 }
 
+/// Where uploads stream before their parameters are checked (upstream
+/// reads the whole body first) and downloads are assembled. Inside the data
+/// dir, so a commit is a rename on one file system.
+pub fn incoming_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("incoming").join("upload")
+}
+
 pub fn bundle_path(data_dir: &Path, key: &BundleKey) -> PathBuf {
     let host = key
         .host_id
@@ -78,6 +85,9 @@ impl TempUpload {
 
     /// Atomically replaces `final_path` with the upload.
     pub fn commit(mut self, final_path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = final_path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
         std::fs::rename(&self.path, final_path)?;
         self.committed = true;
         Ok(())
@@ -90,6 +100,42 @@ impl Drop for TempUpload {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// A member of a tar the service assembles for a download.
+pub enum TarMember {
+    File(PathBuf),
+    /// A tar of its own (a host's logs inside the whole-cluster tar).
+    Tar(Vec<(String, TarMember)>),
+}
+
+/// Writes an uncompressed tar of `members` to `out`, as upstream's
+/// `TarAwsFiles` does; nested tars are built beside `out` first.
+pub fn write_tar(out: &Path, members: &[(String, TarMember)]) -> std::io::Result<()> {
+    let mut builder = tar::Builder::new(std::io::BufWriter::new(std::fs::File::create(out)?));
+    builder.mode(tar::HeaderMode::Deterministic);
+    for (i, (name, member)) in members.iter().enumerate() {
+        match member {
+            TarMember::File(path) => {
+                let mut f = std::fs::File::open(path)?;
+                builder.append_file(name, &mut f)?;
+            }
+            TarMember::Tar(inner) => {
+                let nested = out.with_extension(format!("{i}.tar"));
+                let built = write_tar(&nested, inner).and_then(|()| {
+                    let mut f = std::fs::File::open(&nested)?;
+                    builder.append_file(name, &mut f)
+                });
+                let _ = std::fs::remove_file(&nested);
+                built?;
+            }
+        }
+    }
+    builder
+        .into_inner()?
+        .into_inner()
+        .map_err(std::io::IntoInnerError::into_error)?;
+    Ok(())
 }
 
 /// Lists the members of a gzip tar; `(false, names read so far)` if it is not one.

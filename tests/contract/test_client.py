@@ -164,7 +164,9 @@ def test_upload_then_download_logs(fresh, tmp_path):
     )
     assert resp.status == 200
     assert resp.headers["Content-Type"] == "application/octet-stream"
-    assert resp.headers["Content-Disposition"] == "attachment; filename=demo_master-0.demo.example.com_host_boot.tar.gz"
+    # Named as upstream's `PrepareHostLogFile` names boot logs:
+    # <cluster>_<role, bootstrap for the bootstrap host>_boot_<hostname>.
+    assert resp.headers["Content-Disposition"] == "attachment; filename=demo_bootstrap_boot_master-0.demo.example.com.tar.gz"
     assert resp.data == second.read_bytes()
     # urlAuth: the api_key query parameter download links carry.
     by_url = fresh.client(url_key=fresh.seed["user_token"]).v2_download_cluster_logs(
@@ -181,11 +183,12 @@ def test_upload_then_download_logs(fresh, tmp_path):
         agent.v2_download_cluster_logs(cluster, logs_type="host_boot", host_id=master0)
     assert agent_dl.value.status == 401
     error_model(agent, agent_dl.value, "InfraError")
-    # Nothing uploaded of that type: 404 `error`.
+    # No host logs uploaded (logs_collected_at unset): 409 `error`, as
+    # upstream's getLogFileForDownload answers.
     with pytest.raises(ApiException) as none:
         fresh.user_client().v2_download_cluster_logs(cluster, logs_type="host", host_id=master0)
-    assert none.value.status == 404
-    assert error_model(agent, none.value, "Error").reason.startswith("no host logs uploaded")
+    assert none.value.status == 409
+    assert error_model(agent, none.value, "Error").reason == f"Logs for host {master0} were not found"
     # A logs type nobody defines.
     with pytest.raises(ApiException) as bad_type:
         agent.v2_upload_logs(cluster, "node-boot", upfile=str(first), host_id=master0, infra_env_id=ie)

@@ -1,0 +1,1228 @@
+//! The mock tells the truth about upstream: each rule read from
+//! assisted-service / assisted-installer (docs/upstream-integration.md),
+//! asserted against the real router on a loopback port in both modes —
+//! `--upstream-compat` (today's service) and enhanced (the service after the
+//! integration the document describes). The timer test drives the real
+//! `mock-assisted-service` binary with `--time-scale`; the last test runs the
+//! real reporter against a compat mock and watches the mock's timers.
+
+mod common;
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{Scenario, SecretForm};
+use mock_assisted_service::{MockConfig, MockServer, Seed};
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt as _;
+
+const C: &str = "c1a5e0b2-0000-4000-8000-000000000001";
+const C_SNO: &str = "c1a5e0b2-0000-4000-8000-000000000002";
+const C_DAY2: &str = "c1a5e0b2-0000-4000-8000-000000000003";
+const E: &str = "e1a5e0b2-0000-4000-8000-000000000001";
+const E_SNO: &str = "e1a5e0b2-0000-4000-8000-000000000002";
+const E_DAY2: &str = "e1a5e0b2-0000-4000-8000-000000000003";
+const MASTER: &str = "0a5e0b20-0000-4000-8000-000000000001";
+const WORKER: &str = "0a5e0b20-0000-4000-8000-000000000002";
+const FRESH: &str = "0a5e0b20-0000-4000-8000-000000000003";
+const PENDING: &str = "0a5e0b20-0000-4000-8000-000000000004";
+const SNO: &str = "0a5e0b20-0000-4000-8000-000000000005";
+const DAY2: &str = "0a5e0b20-0000-4000-8000-000000000006";
+const API: &str = "/api/assisted-install/v2";
+const AGENT: &str = "agent-token-for-everything";
+const USER: &str = "user-token";
+const SNO_TOKEN: &str = "token-minted-for-the-sno-infra-env";
+const CLUSTER_MINTED: &str = "token-minted-for-the-cluster-id";
+
+const LOCAL_IGN: &str = "Booted with local ignition";
+const CP_IGN: &str = "Booted with control plane ignition";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Compat,
+    Enhanced,
+}
+
+const BOTH: [Mode; 2] = [Mode::Compat, Mode::Enhanced];
+
+fn seed() -> Value {
+    let host = |id: &str, env: &str, c: &str, role: &str, status: &str, stage: &str| {
+        json!({"id": id, "infra_env_id": env, "cluster_id": c, "role": role,
+               "requested_hostname": format!("{role}-{}.example.com", &id[id.len() - 1..]),
+               "status": status, "current_stage": stage})
+    };
+    let mut sno = host(
+        SNO,
+        E_SNO,
+        C_SNO,
+        "master",
+        "installing-in-progress",
+        "Writing image to disk",
+    );
+    sno["bootstrap"] = json!(true);
+    sno["single_node"] = json!(true);
+    let mut day2 = host(
+        DAY2,
+        E_DAY2,
+        C_DAY2,
+        "worker",
+        "installing-in-progress",
+        "Installing",
+    );
+    day2["kind"] = json!("AddToExistingClusterHost");
+    let mut master = host(
+        MASTER,
+        E,
+        C,
+        "master",
+        "installing-in-progress",
+        "Configuring",
+    );
+    master["bootstrap"] = json!(true);
+    json!({
+        "agent_token": AGENT,
+        "agent_tokens": [
+            {"token": SNO_TOKEN, "infra_env_id": E_SNO},
+            // What `AgentToken(cluster, TypeLocal)` mints: the cluster's id as infra-env claim.
+            {"token": CLUSTER_MINTED, "infra_env_id": C},
+        ],
+        "user_token": USER,
+        "clusters": [
+            {"id": C, "name": "multi", "openshift_version": "4.18"},
+            {"id": C_SNO, "name": "sno", "openshift_version": "4.18"},
+            {"id": C_DAY2, "name": "day2", "openshift_version": "4.18"}
+        ],
+        "infra_envs": [
+            {"id": E, "cluster_id": C, "name": "multi"},
+            {"id": E_SNO, "cluster_id": C_SNO, "name": "sno"},
+            {"id": E_DAY2, "cluster_id": C_DAY2, "name": "day2"}
+        ],
+        "hosts": [
+            master,
+            host(WORKER, E, C, "worker", "installing-in-progress", "Rebooting"),
+            host(FRESH, E, C, "master", "installing", ""),
+            host(PENDING, E, C, "master", "installing-pending-user-action", "Rebooting"),
+            sno,
+            day2,
+        ]
+    })
+}
+
+struct Mock {
+    server: MockServer,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+async fn start_with(mode: Mode, hosted: bool, seed: &Value) -> Mock {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = MockConfig::new(
+        Seed::from_json(&seed.to_string()).expect("seed"),
+        dir.path().join("data"),
+    );
+    config.upstream_compat = mode == Mode::Compat;
+    config.hosted = hosted;
+    let server = MockServer::start("127.0.0.1:0", config)
+        .await
+        .expect("mock");
+    let base = server.base_url();
+    Mock {
+        server,
+        base,
+        _dir: dir,
+    }
+}
+
+async fn start(mode: Mode) -> Mock {
+    start_with(mode, false, &seed()).await
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
+}
+
+struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+async fn send(req: reqwest::RequestBuilder) -> Answer {
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.bytes().await.expect("body").to_vec();
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+async fn put_progress(base: &str, env: &str, host: &str, stage: &str, info: &str) -> Answer {
+    send(
+        client()
+            .put(format!(
+                "{base}{API}/infra-envs/{env}/hosts/{host}/progress"
+            ))
+            .header("X-Secret-Key", AGENT)
+            .json(&json!({"current_stage": stage, "progress_info": info})),
+    )
+    .await
+}
+
+async fn state_host(base: &str, id: &str) -> Value {
+    let state: Value = client()
+        .get(format!("{base}/admin/state"))
+        .send()
+        .await
+        .expect("state")
+        .json()
+        .await
+        .expect("state json");
+    state["hosts"]
+        .as_array()
+        .expect("hosts")
+        .iter()
+        .find(|h| h["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("host {id} not in state"))
+}
+
+async fn admin_post(base: &str, path: &str, body: &Value) -> Answer {
+    send(client().post(format!("{base}{path}")).json(body)).await
+}
+
+/// A multipart body by hand: `upfile` of `size` bytes.
+fn multipart(size: usize) -> (String, Vec<u8>) {
+    let boundary = "abr-test-boundary-7d3f".to_owned();
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"upfile\"; filename=\"logs.tar.gz\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend(std::iter::repeat_n(b'x', size));
+    body.extend(format!("\r\n--{boundary}--\r\n").into_bytes());
+    (boundary, body)
+}
+
+fn tar_gz(member: &str, data: &[u8]) -> Vec<u8> {
+    let enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut b = tar::Builder::new(enc);
+    let mut h = tar::Header::new_gnu();
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    h.set_cksum();
+    b.append_data(&mut h, member, data).expect("append");
+    b.into_inner().expect("tar").finish().expect("gzip")
+}
+
+async fn upload(base: &str, cluster: &str, query: &str, file: &[u8]) -> Answer {
+    let boundary = "abr-test-boundary-7d3f";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"upfile\"; filename=\"logs.tar.gz\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(file);
+    body.extend(format!("\r\n--{boundary}--\r\n").into_bytes());
+    send(
+        client()
+            .post(format!("{base}{API}/clusters/{cluster}/logs?{query}"))
+            .header("X-Secret-Key", AGENT)
+            .header(
+                "Content-Type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(body),
+    )
+    .await
+}
+
+async fn download(base: &str, cluster: &str, query: &str) -> Answer {
+    send(
+        client()
+            .get(format!("{base}{API}/clusters/{cluster}/logs?{query}"))
+            .bearer_auth(USER),
+    )
+    .await
+}
+
+fn tar_names(data: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut archive = tar::Archive::new(data);
+    archive
+        .entries()
+        .expect("tar")
+        .map(|e| {
+            let mut e = e.expect("entry");
+            let name = e.path().expect("path").to_string_lossy().into_owned();
+            let mut content = Vec::new();
+            e.read_to_end(&mut content).expect("read member");
+            (name, content)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Progress updates (`UpdateInstallProgress`)
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_sets_status_error_and_keeps_the_stored_stage() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        let a = put_progress(&m.base, E, MASTER, "Failed", "disk vanished").await;
+        assert_eq!(a.status, 200, "{mode:?}");
+        let h = state_host(&m.base, MASTER).await;
+        assert_eq!(h["status"], "error", "{mode:?}: {h}");
+        assert_eq!(h["current_stage"], "Configuring", "{mode:?}: {h}");
+        assert_eq!(h["status_info"], "Failed - disk vanished", "{mode:?}: {h}");
+        // And from error, a stage change is refused by the status gate.
+        let a = put_progress(&m.base, E, MASTER, "Joined", "").await;
+        assert_eq!(a.status, 409, "{mode:?}");
+        assert_eq!(
+            a.json()["reason"],
+            "Can't set progress <Joined> to host in status <error>"
+        );
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn role_list_is_checked_only_once_the_host_has_a_stage() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        // FRESH has no stage: a stage outside the master list is taken.
+        let a = put_progress(&m.base, E, FRESH, "Waiting for ignition", "").await;
+        assert_eq!(a.status, 200, "{mode:?}");
+        let h = state_host(&m.base, FRESH).await;
+        assert_eq!(h["current_stage"], "Waiting for ignition");
+        // Now it has one, and the list applies.
+        let a = put_progress(&m.base, E, FRESH, "Waiting for bootkube", "").await;
+        assert_eq!(a.status, 409, "{mode:?}");
+        assert_eq!(
+            a.json()["reason"],
+            "Stages Waiting for bootkube isn't available for host role master bootstrap false"
+        );
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn done_while_pending_user_action_is_installing_in_progress() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        assert_eq!(
+            put_progress(&m.base, E, PENDING, "Done", "").await.status,
+            200
+        );
+        let h = state_host(&m.base, PENDING).await;
+        assert_eq!(
+            (h["current_stage"].as_str(), h["status"].as_str()),
+            (Some("Done"), Some("installing-in-progress")),
+            "{mode:?}: {h}"
+        );
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boot_stages_exist_only_in_enhanced_mode() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        let a = put_progress(&m.base, E, WORKER, LOCAL_IGN, "").await;
+        match mode {
+            Mode::Enhanced => assert_eq!(a.status, 200),
+            Mode::Compat => {
+                assert_eq!(a.status, 400);
+                let msg = a.json()["message"].as_str().unwrap_or("").to_owned();
+                assert!(
+                    msg.starts_with("current_stage in body should be one of [")
+                        && !msg.contains("Booted"),
+                    "{msg}"
+                );
+            }
+        }
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn day2_host_rebooting_becomes_done_and_its_list_ends_at_rebooting() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        let a = put_progress(&m.base, E_DAY2, DAY2, LOCAL_IGN, "").await;
+        assert_eq!(a.status, if mode == Mode::Compat { 400 } else { 409 });
+        assert_eq!(
+            put_progress(&m.base, E_DAY2, DAY2, "Rebooting", "")
+                .await
+                .status,
+            200
+        );
+        let h = state_host(&m.base, DAY2).await;
+        assert_eq!(h["current_stage"], "Done", "{mode:?}: {h}");
+        assert_eq!(h["status"], "added-to-existing-cluster", "{mode:?}: {h}");
+        assert_eq!(
+            h["progress_stages"].as_array().and_then(|l| l.last()),
+            Some(&json!("Rebooting"))
+        );
+        m.server.shutdown().await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Listing
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sno_hosts_are_listed_with_the_stage_list_upstream_sends() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        let rules: Value = client()
+            .get(format!("{}/admin/rules", m.base))
+            .send()
+            .await
+            .expect("rules")
+            .json()
+            .await
+            .expect("rules json");
+        let listed = send(
+            client()
+                .get(format!("{}{API}/infra-envs/{E_SNO}/hosts", m.base))
+                .header("X-Secret-Key", AGENT),
+        )
+        .await
+        .json();
+        let expected = match mode {
+            // `V2ListHosts` calls customizeHost(nil, …): not single node.
+            Mode::Compat => &rules["stage_lists"]["BootstrapStages"],
+            Mode::Enhanced => &rules["stage_lists"]["SnoStages"],
+        };
+        assert_eq!(&listed[0]["progress_stages"], expected, "{mode:?}");
+        // The PUT checks the real single-node list in both modes: Configuring
+        // is not in it.
+        assert_eq!(
+            put_progress(&m.base, E_SNO, SNO, "Rebooting", "")
+                .await
+                .status,
+            200
+        );
+        assert_eq!(
+            put_progress(&m.base, E_SNO, SNO, "Configuring", "")
+                .await
+                .status,
+            409,
+            "{mode:?}"
+        );
+        // The cluster's host list never fills progress_stages.
+        let by_cluster = send(
+            client()
+                .get(format!("{}{API}/clusters/{C_SNO}/hosts", m.base))
+                .header("X-Secret-Key", AGENT),
+        )
+        .await
+        .json();
+        assert_eq!(by_cluster[0]["progress_stages"], Value::Null, "{mode:?}");
+        assert_eq!(by_cluster[0]["infra_env_id"], E_SNO);
+        m.server.shutdown().await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Logs upload and download
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_body_is_read_whole_before_logs_type_is_checked() {
+    for (mode, refused, types) in [
+        (Mode::Compat, "host_boot", "[host controller]"),
+        (Mode::Enhanced, "node-boot", "[host controller host_boot]"),
+    ] {
+        let m = start(mode).await;
+        let (boundary, body) = multipart(3 << 20);
+        let sent = body.len() as u64;
+        let a = send(
+            client()
+                .post(format!(
+                    "{}{API}/clusters/{C}/logs?logs_type={refused}&host_id={MASTER}",
+                    m.base
+                ))
+                .header("X-Secret-Key", AGENT)
+                .header(
+                    "Content-Type",
+                    format!("multipart/form-data; boundary={boundary}"),
+                )
+                .body(body),
+        )
+        .await;
+        assert_eq!(a.status, 400, "{mode:?}");
+        assert_eq!(
+            a.json(),
+            json!({"code": 400, "message": format!("logs_type in query should be one of {types}")})
+        );
+        let requests: Value = client()
+            .get(format!("{}/admin/requests", m.base))
+            .send()
+            .await
+            .expect("requests")
+            .json()
+            .await
+            .expect("json");
+        let upload = requests
+            .as_array()
+            .expect("list")
+            .iter()
+            .find(|r| r["method"] == "POST")
+            .expect("upload journaled");
+        assert_eq!(
+            upload["body_bytes"],
+            json!(sent),
+            "{mode:?}: a refused upload is still read whole"
+        );
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upload_ignores_infra_env_id_and_needs_host_id_for_host_logs() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        let bundle = tar_gz("journal.log", b"boot 1");
+        // An infra_env_id that is not the host's: ignored.
+        let a = upload(
+            &m.base,
+            C,
+            &format!("logs_type=host&host_id={MASTER}&infra_env_id={E_SNO}"),
+            &bundle,
+        )
+        .await;
+        assert_eq!(
+            a.status,
+            204,
+            "{mode:?}: {}",
+            String::from_utf8_lossy(&a.body)
+        );
+        // `host` without host_id.
+        let a = upload(&m.base, C, "logs_type=host", &bundle).await;
+        assert_eq!(a.status, 400);
+        assert_eq!(
+            a.json()["reason"],
+            "cluster_id and host_id are required for upload host logs"
+        );
+        // A host of another cluster.
+        let a = upload(
+            &m.base,
+            C,
+            &format!("logs_type=host&host_id={SNO}"),
+            &bundle,
+        )
+        .await;
+        assert_eq!(a.status, 404, "{mode:?}");
+        // Controller logs belong to the cluster, whatever host_id says.
+        let a = upload(
+            &m.base,
+            C,
+            &format!("logs_type=controller&host_id={MASTER}"),
+            &bundle,
+        )
+        .await;
+        assert_eq!(a.status, 204);
+        let h = state_host(&m.base, MASTER).await;
+        let types: Vec<&str> = h["bundles"]
+            .as_array()
+            .expect("bundles")
+            .iter()
+            .filter_map(|b| b["logs_type"].as_str())
+            .collect();
+        assert_eq!(types, ["host"], "{mode:?}: {h}");
+        assert!(h["logs_collected_at"].is_string(), "{h}");
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn download_semantics_follow_get_log_file_for_download() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        // Nothing uploaded yet.
+        let a = download(&m.base, C, &format!("logs_type=host&host_id={MASTER}")).await;
+        assert_eq!(a.status, 409, "{mode:?}");
+        assert_eq!(
+            a.json()["reason"],
+            format!("Logs for host {MASTER} were not found")
+        );
+        let a = download(&m.base, C, "logs_type=host").await;
+        assert_eq!(a.status, 400);
+        let a = download(&m.base, C, "").await;
+        assert_eq!(a.status, 404);
+        assert_eq!(a.json()["reason"], "No log files were found");
+        let a = download(&m.base, C, "logs_type=controller").await;
+        assert_eq!(a.status, 409);
+
+        let host_bundle = tar_gz("journal.log", b"host logs");
+        assert_eq!(
+            upload(
+                &m.base,
+                C,
+                &format!("logs_type=host&host_id={MASTER}"),
+                &host_bundle
+            )
+            .await
+            .status,
+            204
+        );
+        let boot_bundle = tar_gz("journal.log", b"boot logs");
+        let boot = upload(
+            &m.base,
+            C,
+            &format!("logs_type=host_boot&host_id={MASTER}"),
+            &boot_bundle,
+        )
+        .await;
+
+        // `host`: the service's host tar, boot bundle beside the host one.
+        let a = download(&m.base, C, &format!("logs_type=host&host_id={MASTER}")).await;
+        assert_eq!(a.status, 200);
+        assert_eq!(
+            a.headers["content-disposition"],
+            "attachment; filename=multi_bootstrap_master-1.example.com.tar.gz"
+        );
+        let members = tar_names(&a.body);
+        let names: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+        match mode {
+            Mode::Compat => {
+                assert_eq!(boot.status, 400);
+                assert_eq!(names, ["multi_bootstrap_master-1.example.com.tar.gz"]);
+            }
+            Mode::Enhanced => {
+                assert_eq!(boot.status, 204);
+                assert_eq!(
+                    names,
+                    [
+                        "multi_bootstrap_master-1.example.com.tar.gz",
+                        "multi_bootstrap_boot_master-1.example.com.tar.gz"
+                    ]
+                );
+                assert_eq!(members[1].1, boot_bundle);
+                let raw =
+                    download(&m.base, C, &format!("logs_type=host_boot&host_id={MASTER}")).await;
+                assert_eq!(raw.status, 200);
+                assert_eq!(raw.body, boot_bundle);
+                assert_eq!(
+                    raw.headers["content-disposition"],
+                    "attachment; filename=multi_bootstrap_boot_master-1.example.com.tar.gz"
+                );
+                let none =
+                    download(&m.base, C, &format!("logs_type=host_boot&host_id={WORKER}")).await;
+                assert_eq!(none.status, 409);
+            }
+        }
+        assert_eq!(members[0].1, host_bundle);
+        // No logs_type, even with a host_id: the whole cluster.
+        for query in [
+            String::new(),
+            format!("host_id={WORKER}"),
+            "logs_type=all".into(),
+        ] {
+            let a = download(&m.base, C, &query).await;
+            assert_eq!(a.status, 200, "{query}");
+            assert_eq!(
+                a.headers["content-disposition"],
+                format!("attachment; filename=multi_{C}.tar")
+            );
+            let outer = tar_names(&a.body);
+            assert_eq!(outer.len(), 1, "{query}");
+            assert_eq!(outer[0].0, "multi_bootstrap_master-1.example.com.tar");
+            let inner = tar_names(&outer[0].1);
+            assert_eq!(inner[0].1, host_bundle);
+        }
+        m.server.shutdown().await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The controller stand-in
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_sets_joined_only_from_the_stages_it_accepts() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        // Configuring: Joined, then Done once Ready, in both modes.
+        let a = admin_post(
+            &m.base,
+            "/admin/controller/node",
+            &json!({"host_id": MASTER, "ready": true}),
+        )
+        .await;
+        let puts = a.json();
+        let stages: Vec<&str> = puts["puts"]
+            .as_array()
+            .expect("puts")
+            .iter()
+            .map(|p| p["stage"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(stages, ["Joined", "Done"], "{mode:?}");
+        let h = state_host(&m.base, MASTER).await;
+        assert_eq!(
+            (h["current_stage"].as_str(), h["status"].as_str()),
+            (Some("Done"), Some("installed"))
+        );
+
+        // A host in a stage the controller does not accept is never Joined.
+        let stage = if mode == Mode::Compat {
+            "Waiting for ignition"
+        } else {
+            CP_IGN
+        };
+        assert_eq!(
+            put_progress(&m.base, E, WORKER, stage, "").await.status,
+            200
+        );
+        let a = admin_post(
+            &m.base,
+            "/admin/controller/node",
+            &json!({"host_id": WORKER}),
+        )
+        .await;
+        let joined = a.json()["puts"].as_array().is_some_and(|p| !p.is_empty());
+        let h = state_host(&m.base, WORKER).await;
+        match mode {
+            Mode::Compat => {
+                assert!(!joined, "{h}");
+                assert_eq!(h["current_stage"], "Waiting for ignition");
+            }
+            Mode::Enhanced => {
+                assert!(joined, "{h}");
+                assert_eq!(h["current_stage"], "Joined");
+            }
+        }
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ignition_fetch_moves_to_configuring_unless_the_stage_is_skipped() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        // Rebooting worker seen from the bootstrap: Waiting for ignition.
+        let a = admin_post(
+            &m.base,
+            "/admin/controller/ignition-fetched",
+            &json!({"host_id": WORKER, "from_bootstrap": true}),
+        )
+        .await;
+        assert_eq!(a.json()["puts"][0]["stage"], "Waiting for ignition");
+        // From the cluster's MCS: Configuring.
+        let a = admin_post(
+            &m.base,
+            "/admin/controller/ignition-fetched",
+            &json!({"host_id": WORKER}),
+        )
+        .await;
+        assert_eq!(a.json()["puts"][0]["status"], 200);
+        assert_eq!(
+            state_host(&m.base, WORKER).await["current_stage"],
+            "Configuring"
+        );
+        if mode == Mode::Enhanced {
+            assert_eq!(
+                put_progress(&m.base, E, WORKER, CP_IGN, "").await.status,
+                200
+            );
+            let a = admin_post(
+                &m.base,
+                "/admin/controller/ignition-fetched",
+                &json!({"host_id": WORKER}),
+            )
+            .await;
+            assert_eq!(a.json()["puts"], json!([]), "a later stage is left alone");
+        }
+        m.server.shutdown().await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Auth
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosted_service_answers_a_refused_token_with_404_object_not_found() {
+    let m = start_with(Mode::Compat, true, &seed()).await;
+    let list = |key: &'static str, env: &'static str| {
+        let mut req = client().get(format!("{}{API}/infra-envs/{env}/hosts", m.base));
+        if !key.is_empty() {
+            req = req.header("X-Secret-Key", key);
+        }
+        send(req)
+    };
+    let a = list("not-a-token-of-this-owner", E).await;
+    assert_eq!(a.status, 404);
+    assert_eq!(
+        a.json(),
+        json!({"code": "404", "href": "", "id": 404, "kind": "Error", "reason": "Object Not Found"})
+    );
+    // A token of another owner's infra-env: 404 too, on every agent endpoint.
+    assert_eq!(list(SNO_TOKEN, E).await.status, 404);
+    assert_eq!(list(SNO_TOKEN, E_SNO).await.status, 200);
+    let a = send(
+        client()
+            .put(format!(
+                "{}{API}/infra-envs/{E}/hosts/{MASTER}/progress",
+                m.base
+            ))
+            .header("X-Secret-Key", SNO_TOKEN)
+            .json(&json!({"current_stage": "Joined"})),
+    )
+    .await;
+    assert_eq!(a.status, 404);
+    // No token at all is still an authentication failure.
+    assert_eq!(list("", E).await.status, 401);
+    // The gateway's answer to the reverted reporter's logs type.
+    let a = upload(
+        &m.base,
+        C,
+        &format!("logs_type=node-boot&host_id={MASTER}"),
+        b"x",
+    )
+    .await;
+    assert_eq!(
+        (a.status, a.body.as_slice()),
+        (400, b"bad request".as_slice())
+    );
+    m.server.shutdown().await;
+
+    // On-premise local auth: a refused token is 401; an infra-env token is
+    // not scoped for agent endpoints; a token minted for the cluster names
+    // an infra-env that does not exist and is refused.
+    let m = start(Mode::Compat).await;
+    let get = |key: &'static str| {
+        send(
+            client()
+                .get(format!("{}{API}/infra-envs/{E}/hosts", m.base))
+                .header("X-Secret-Key", key),
+        )
+    };
+    assert_eq!(get("not-a-token").await.status, 401);
+    assert_eq!(get(SNO_TOKEN).await.status, 200);
+    assert_eq!(get(CLUSTER_MINTED).await.status, 401);
+    m.server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_api_refuses_cross_site_requests() {
+    let m = start(Mode::Enhanced).await;
+    let empty = json!({"clusters": [], "infra_envs": [], "hosts": []}).to_string();
+    // A foreign page's form or `text/plain` fetch: no state change.
+    let a = send(
+        client()
+            .post(format!("{}/admin/seed", m.base))
+            .header("Origin", "http://evil.example")
+            .header("Content-Type", "text/plain")
+            .body(empty.clone()),
+    )
+    .await;
+    assert_eq!(a.status, 403);
+    let a = send(
+        client()
+            .post(format!("{}/admin/seed", m.base))
+            .header("Content-Type", "text/plain")
+            .body(empty.clone()),
+    )
+    .await;
+    assert_eq!(a.status, 415);
+    let a = send(
+        client()
+            .post(format!("{}/admin/hosts/{MASTER}/stage", m.base))
+            .header("Sec-Fetch-Site", "cross-site")
+            .json(&json!({"current_stage": "Done"})),
+    )
+    .await;
+    assert_eq!(a.status, 403);
+    let a = send(
+        client()
+            .delete(format!("{}/admin/requests", m.base))
+            .header("Origin", "null"),
+    )
+    .await;
+    assert_eq!(a.status, 403);
+    let h = state_host(&m.base, MASTER).await;
+    assert_eq!(h["current_stage"], "Configuring", "state changed: {h}");
+    // The same request from the mock's own page (same origin) or a script passes.
+    let own = m.base.clone();
+    let a = send(
+        client()
+            .post(format!("{}/admin/hosts/{MASTER}/stage", m.base))
+            .header("Origin", own)
+            .header("Sec-Fetch-Site", "same-origin")
+            .json(&json!({"current_stage": "Joined"})),
+    )
+    .await;
+    assert_eq!(a.status, 204);
+    assert_eq!(state_host(&m.base, MASTER).await["current_stage"], "Joined");
+    m.server.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------
+// The integration document is what the enhanced mock implements
+
+fn doc_section(doc: &str, marker: &str) -> Vec<(String, Vec<String>)> {
+    let start = doc
+        .find(&format!("<!-- {marker} -->"))
+        .unwrap_or_else(|| panic!("marker {marker} missing from the document"));
+    let rest = &doc[start..];
+    let end = rest.find("<!-- end -->").expect("end marker");
+    rest[..end]
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .map(|l| {
+            let (name, items) = l.split_once(':').expect("`name: items`");
+            (
+                name.trim().trim_matches('`').to_owned(),
+                items.split(',').map(|s| s.trim().to_owned()).collect(),
+            )
+        })
+        .collect()
+}
+
+/// A section holding one unnamed list line.
+fn doc_list(doc: &str, marker: &str) -> Vec<String> {
+    let start = doc
+        .find(&format!("<!-- {marker} -->"))
+        .unwrap_or_else(|| panic!("marker {marker} missing from the document"));
+    let rest = &doc[start..];
+    let end = rest.find("<!-- end -->").expect("end marker");
+    let line = rest[..end]
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("- "))
+        .expect("one list line");
+    line.split(',').map(|s| s.trim().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn integration_document_and_mock_rules_agree() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/upstream-integration.md"),
+    )
+    .expect("read docs/upstream-integration.md");
+    for mode in BOTH {
+        let m = start(mode).await;
+        let rules: Value = client()
+            .get(format!("{}/admin/rules", m.base))
+            .send()
+            .await
+            .expect("rules")
+            .json()
+            .await
+            .expect("json");
+        let tag = if mode == Mode::Compat {
+            "upstream"
+        } else {
+            "enhanced"
+        };
+        let lists = doc_section(&doc, &format!("stage-lists {tag}"));
+        assert_eq!(lists.len(), 4, "{tag}: four lists in the document");
+        for (name, stages) in &lists {
+            assert_eq!(
+                rules["stage_lists"][name],
+                json!(stages),
+                "{tag} {name}: document and mock differ"
+            );
+        }
+        let mut timeouts = doc_section(&doc, "stage-timeouts upstream");
+        if mode == Mode::Enhanced {
+            timeouts.extend(doc_section(&doc, "stage-timeouts enhanced"));
+        }
+        for (stage, minutes) in &timeouts {
+            let minutes: u64 = minutes[0].parse().expect("minutes");
+            assert_eq!(
+                rules["stage_timeout_minutes"][stage],
+                json!(minutes),
+                "{tag} timeout of {stage}"
+            );
+        }
+        if mode == Mode::Enhanced {
+            assert_eq!(
+                rules["controller_joined_from"],
+                json!(doc_list(&doc, "controller-joined-from enhanced")),
+                "the controller's Joined rule"
+            );
+        } else {
+            assert_eq!(
+                rules["controller_joined_from"],
+                json!(["Configuring", "Rebooting"]),
+                "assisted-installer waitAndUpdateNodesStatus today"
+            );
+        }
+        m.server.shutdown().await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Stage timers, on the real mock binary
+
+/// The `mock-assisted-service` binary of this build, built if needed (it is
+/// another package's binary, so Cargo does not hand its path to this test).
+fn mock_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    // target/<profile>/deps/<test> -> target/<profile>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile dir")
+        .to_path_buf();
+    let target_dir = profile_dir.parent().expect("target dir").to_path_buf();
+    let mut build = std::process::Command::new(env!("CARGO"));
+    build
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "mock-assisted-service",
+            "--bin",
+            "mock-assisted-service",
+        ])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let status = build.status().expect("running cargo build for the mock");
+    assert!(status.success(), "building the mock binary failed");
+    profile_dir.join("mock-assisted-service")
+}
+
+struct MockProcess {
+    child: tokio::process::Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts the binary on an ephemeral loopback port and reads the port from
+/// its `listening on` line.
+async fn spawn_mock_binary(mode: Mode, time_scale: &str, seed: &Value) -> MockProcess {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed_path = dir.path().join("seed.json");
+    std::fs::write(&seed_path, seed.to_string()).expect("write seed");
+    let mut cmd = tokio::process::Command::new(mock_binary());
+    cmd.args([
+        "--listen",
+        "127.0.0.1:0",
+        "--time-scale",
+        time_scale,
+        "--seed",
+    ])
+    .arg(&seed_path)
+    .arg("--data-dir")
+    .arg(dir.path().join("data"))
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .kill_on_drop(true);
+    if mode == Mode::Compat {
+        cmd.arg("--upstream-compat");
+    }
+    let mut child = cmd.spawn().expect("spawn mock");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("mock printed its address within 30 s")
+        .expect("read stdout")
+        .expect("a line");
+    let base = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    MockProcess {
+        child,
+        base,
+        _dir: dir,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stage_timers_run_scaled_and_every_accepted_put_restarts_them() {
+    const KEPT: &str = "0a5e0b20-0000-4000-8000-000000000007";
+    const ECHO: &str = "0a5e0b20-0000-4000-8000-000000000008";
+    const BOOTED: &str = "0a5e0b20-0000-4000-8000-000000000009";
+    // 600x: Rebooting's 40 min is 4 s, Configuring's 60 min 6 s: a note
+    // every 250 ms keeps a host alive with a 24-fold margin.
+    for mode in BOTH {
+        let mut seed = seed();
+        let hosts = seed["hosts"].as_array_mut().expect("hosts");
+        for (id, stage) in [
+            (KEPT, "Configuring"),
+            (ECHO, "Configuring"),
+            (BOOTED, "Rebooting"),
+        ] {
+            hosts.push(
+                json!({"id": id, "infra_env_id": E, "cluster_id": C, "role": "master",
+                              "status": "installing-in-progress", "current_stage": stage}),
+            );
+        }
+        let mut p = spawn_mock_binary(mode, "600", &seed).await;
+        let base = p.base.clone();
+        if mode == Mode::Enhanced {
+            assert_eq!(
+                put_progress(&base, E, BOOTED, LOCAL_IGN, "").await.status,
+                200
+            );
+        }
+        // For 8 s or more (past every timeout in play): KEPT gets a new note every
+        // 250 ms, ECHO the same body again and again (200, but no change).
+        let started = Instant::now();
+        for i in 0..32 {
+            assert_eq!(
+                put_progress(&base, E, KEPT, "Configuring", &format!("note {i}"))
+                    .await
+                    .status,
+                200
+            );
+            assert_eq!(
+                put_progress(&base, E, ECHO, "Configuring", "same")
+                    .await
+                    .status,
+                200
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert!(started.elapsed() >= Duration::from_secs(8));
+        let kept = state_host(&base, KEPT).await;
+        assert_eq!(
+            kept["status"], "installing-in-progress",
+            "{mode:?}: kept alive by notes: {kept}"
+        );
+        let echo = state_host(&base, ECHO).await;
+        assert_eq!(
+            echo["status"], "error",
+            "{mode:?}: identical PUTs restart nothing: {echo}"
+        );
+        assert_eq!(
+            echo["status_info"],
+            "Host failed to install because its installation stage Configuring took longer than expected 1h0m0s"
+        );
+        let worker = state_host(&base, WORKER).await;
+        assert_eq!(
+            worker["status"], "installing-pending-user-action",
+            "{mode:?}: {worker}"
+        );
+        assert_eq!(worker["current_stage"], "Rebooting");
+        assert!(worker["stage_timed_out"].as_bool().unwrap_or(false));
+        let master = state_host(&base, MASTER).await;
+        assert_eq!(master["status"], "error", "{mode:?}: {master}");
+        let booted = state_host(&base, BOOTED).await;
+        match mode {
+            // The boot stage times out like any stage: to error.
+            Mode::Enhanced => assert_eq!(
+                (booted["current_stage"].as_str(), booted["status"].as_str()),
+                (Some(LOCAL_IGN), Some("error")),
+                "{booted}"
+            ),
+            Mode::Compat => assert_eq!(booted["status"], "installing-pending-user-action"),
+        }
+        // Hosts not installing-in-progress are left alone.
+        assert_eq!(state_host(&base, FRESH).await["status"], "installing");
+        assert_eq!(
+            state_host(&base, PENDING).await["status"],
+            "installing-pending-user-action"
+        );
+        // Once the notes stop, KEPT times out too (bounded wait).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let kept = state_host(&base, KEPT).await;
+            if kept["status"] == "error" {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{mode:?}: KEPT never timed out: {kept}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // A timed-out host refuses stage changes but still takes a note.
+        assert_eq!(put_progress(&base, E, KEPT, "Joined", "").await.status, 409);
+        let _ = p.child.kill().await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The real reporter against today's service: few PUTs, so the timers work
+
+/// `src/agent.rs` `MAX_PROGRESS_PUTS_PER_BOOT`, as docs/design.md documents
+/// it (the reporter's quiet-PUT rule, issue 11 point 5).
+const DOCUMENTED_MAX_PROGRESS_PUTS_PER_BOOT: usize = 4;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reporter_on_todays_service_leaves_the_stage_timer_to_fire() {
+    let sc = Scenario::new("compat-timers");
+    // 900x: Configuring's 60 min is 4 s; the reporter runs for 12 s.
+    let seed = sc.seed(&common::HostSeed::at(
+        "Configuring",
+        "installing-in-progress",
+    ));
+    let mut config = MockConfig::new(
+        Seed::from_json(&seed.to_string()).expect("seed"),
+        sc.data_dir.clone(),
+    );
+    config.upstream_compat = true;
+    config.time_scale = 900.0;
+    let mock = MockServer::start("127.0.0.1:0", config)
+        .await
+        .expect("mock");
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+
+    let started = Instant::now();
+    let running = sc.spawn_agent(
+        "compat, stuck in Configuring",
+        &common::AgentOpts {
+            timeout: Some("12s"),
+            ..common::AgentOpts::default()
+        },
+    );
+    // Watch the mock's timer while the reporter runs and after (bounded, and
+    // within the harness's 30 s deadline for the run). With at most a few
+    // PUTs, the last one restarts the 4 s timer at the latest near the end
+    // of the 12 s budget.
+    let mut timed_out_after = None;
+    while started.elapsed() < Duration::from_secs(28) {
+        let h = state_host(&base, common::HOST_ID).await;
+        if h["status"] == "error" {
+            timed_out_after = Some(started.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let run = sc.wait_agent(running).await;
+    run.assert_code(0);
+
+    let requests = common::api_requests(&base).await;
+    let puts = common::progress_puts(&requests);
+    let accepted = puts.iter().filter(|r| r["status"] == 200).count();
+    eprintln!(
+        "reporter sent {} progress PUTs ({accepted} accepted); host timed out after {timed_out_after:?}",
+        puts.len()
+    );
+    assert!(
+        puts.len() <= DOCUMENTED_MAX_PROGRESS_PUTS_PER_BOOT,
+        "{} progress PUTs in one boot, more than the documented {DOCUMENTED_MAX_PROGRESS_PUTS_PER_BOOT}: {puts:?}",
+        puts.len()
+    );
+    let h = state_host(&base, common::HOST_ID).await;
+    assert!(
+        timed_out_after.is_some(),
+        "the reporter kept upstream's stage timer from firing: {h}"
+    );
+    assert_eq!(h["current_stage"], "Configuring", "{h}");
+    assert_eq!(
+        h["status_info"],
+        "Host failed to install because its installation stage Configuring took longer than expected 1h0m0s"
+    );
+    sc.final_checks(Some(&base)).await;
+    mock.shutdown().await;
+}
