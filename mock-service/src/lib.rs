@@ -11,6 +11,7 @@ mod api;
 mod browse;
 mod error;
 mod faults;
+mod mcs;
 mod model;
 mod page;
 mod requests;
@@ -125,5 +126,6 @@ fn app(state: Shared) -> Router {
         .merge(admin::router())
         .merge(browse::router())
         .merge(page::router())
+        .merge(mcs::router())
         .with_state(state)
 }
