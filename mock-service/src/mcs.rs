@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
@@ -46,7 +46,12 @@ pub fn router<S>() -> Router<S> {
     Router::new()
         .route("/config/{pool}", get(serve_config))
         .route("/admin/machine-configs", get(admin_view))
-        .route("/admin/machine-configs/{pool}", put(set_config))
+        .route(
+            "/admin/machine-configs/{pool}",
+            // axum's default (2 MiB) is below what a config may hold;
+            // above this limit axum answers 413 itself.
+            put(set_config).layer(DefaultBodyLimit::max(MAX_CONFIG_BYTES)),
+        )
         .with_state(Arc::new(Configs::default()))
 }
 
@@ -96,13 +101,6 @@ async fn set_config(
     Path(pool): Path<String>,
     body: Bytes,
 ) -> Response {
-    if body.len() > MAX_CONFIG_BYTES {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("config larger than {MAX_CONFIG_BYTES} bytes\n"),
-        )
-            .into_response();
-    }
     let version = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
         v.pointer("/ignition/version")
             .and_then(Value::as_str)
