@@ -339,6 +339,9 @@ fn mode_of(path: &Path) -> u32 {
 
 // ---------------------------------------------------------------------------
 
+/// A form of the fragment: its name, the optional flags, what stdin pipes in.
+type Form<'a> = (&'a str, Vec<&'a str>, Option<&'a [u8]>);
+
 /// Every form of the fragment (each architecture; with and without the
 /// optional files; pull secret JSON, bare token or none) passes
 /// `ignition-validate` without a warning and Ignition's 3.2 schema.
@@ -364,7 +367,8 @@ fn every_fragment_passes_ignition_validate_and_the_schema() {
             "--ca-cert",
             ca_path.to_str().unwrap(),
         ];
-        let forms: [(&str, Vec<&str>, Option<&[u8]>); 3] = [
+        // (name, extra flags, pull secret piped in)
+        let forms: [Form; 3] = [
             ("all", optional.to_vec(), Some(secret.as_bytes())),
             (
                 "token",

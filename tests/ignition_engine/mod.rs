@@ -21,6 +21,7 @@
 
 #![allow(dead_code)]
 
+use std::fmt::Write as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -104,10 +105,11 @@ impl Run {
     }
 
     pub fn log(&self) -> String {
-        self.stages
-            .iter()
-            .map(|s| format!("=== stage {} ({}):\n{}", s.name, s.success, s.log))
-            .collect()
+        let mut out = String::new();
+        for s in &self.stages {
+            let _ = write!(out, "=== stage {} ({}):\n{}", s.name, s.success, s.log);
+        }
+        out
     }
 }
 
