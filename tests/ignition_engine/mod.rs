@@ -42,8 +42,19 @@ pub fn installed(test: &str) -> bool {
             "SKIPPED {test}: Debian's ignition package is not installed \
              ({ENGINE}, {VALIDATE}); apt-get install ignition policycoreutils"
         );
+        return false;
     }
-    present
+    // Not a dependency of the package, but its files stage cannot finish
+    // without it (see the module doc): a clear failure, not a skip.
+    let setfiles = ["/usr/sbin/setfiles", "/sbin/setfiles"]
+        .iter()
+        .any(|p| Path::new(p).is_file());
+    assert!(
+        setfiles,
+        "{test}: Ignition is installed but setfiles is not, which its files \
+         stage runs: apt-get install policycoreutils"
+    );
+    true
 }
 
 /// `ignition-validate FILE`: Ok when Ignition accepts the config without a
