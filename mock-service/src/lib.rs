@@ -14,6 +14,7 @@ mod api;
 mod browse;
 mod error;
 mod faults;
+mod mcs;
 mod model;
 mod monitor;
 mod page;
@@ -149,5 +150,6 @@ fn app(state: Shared) -> Router {
         .merge(admin::router())
         .merge(browse::router())
         .merge(page::router())
+        .merge(mcs::router())
         .with_state(state)
 }
