@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use crate::api::RetryPolicy;
 use crate::cli::RunArgs;
+use crate::proxy::{NoProxy, ProxySettings, ProxyUrl};
 
 pub const DEFAULT_CONFIG_DIR: &str = "/etc/assisted-boot-reporter";
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/assisted-boot-reporter";
@@ -41,9 +42,12 @@ pub mod files {
     pub const CLUSTER_ID: &str = "cluster-id";
     pub const CA_CERT: &str = "ca.crt";
     pub const TUNABLES: &str = "reporter.conf";
-    /// Everything the reporter may remove when it cleans up, secret first.
-    pub const ALL: [&str; 7] = [
+    /// HTTP_PROXY / HTTPS_PROXY / NO_PROXY; mode 0600, a proxy URL may hold a password.
+    pub const PROXY: &str = "proxy.env";
+    /// Everything the reporter may remove when it cleans up, secrets first.
+    pub const ALL: [&str; 8] = [
         PULL_SECRET,
+        PROXY,
         SERVICE_URL,
         INFRA_ENV_ID,
         HOST_ID,
@@ -62,6 +66,11 @@ pub mod env {
     pub const INFRA_ENV_ID: &str = "INFRA_ENV_ID";
     pub const UPLOAD_MINUTES: &str = "LOG_SEND_FREQUENCY_IN_MINUTES";
     pub const TIMEOUT_MINUTES: &str = "SERVICE_TIMEOUT_MINUTES";
+    /// Proxy settings, upper case first as Go reads them (the upstream
+    /// discovery unit sets both spellings).
+    pub const HTTP_PROXY: [&str; 2] = ["HTTP_PROXY", "http_proxy"];
+    pub const HTTPS_PROXY: [&str; 2] = ["HTTPS_PROXY", "https_proxy"];
+    pub const NO_PROXY: [&str; 2] = ["NO_PROXY", "no_proxy"];
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -132,6 +141,8 @@ pub struct Config {
     pub command_timeout: Duration,
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
+    /// Forward proxy of the service client (`proxy.env`, HTTP(S)_PROXY, NO_PROXY).
+    pub proxy: ProxySettings,
     /// Warnings found while resolving (loose file modes...), logged by the caller
     /// once tracing is set up.
     pub warnings: Vec<String>,
@@ -235,6 +246,7 @@ impl Config {
         .transpose()?;
 
         let credentials = resolve_credentials(args, &getenv, &dir, &mut warnings)?;
+        let proxy = resolve_proxy(args, &getenv, &dir, &mut warnings)?;
 
         let upload_interval = resolve_duration(
             "upload interval",
@@ -335,6 +347,7 @@ impl Config {
             command_timeout: args.command_timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
             request_timeout: args.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
             retry,
+            proxy,
             warnings,
         })
     }
@@ -502,6 +515,130 @@ fn resolve_credentials(
             source_name: from,
             reason,
         })
+}
+
+/// The proxy settings, each of the three by flags > environment >
+/// `proxy.env` > none. A NO_PROXY entry of no known shape is skipped with a
+/// warning, as Go skips it; a proxy URL that cannot be used is an error that
+/// names its source but never quotes it (it may hold a password).
+fn resolve_proxy(
+    args: &RunArgs,
+    getenv: &dyn Fn(&str) -> Option<String>,
+    dir: &ContractDir,
+    warnings: &mut Vec<String>,
+) -> Result<ProxySettings, ConfigError> {
+    let path = dir.path(files::PROXY);
+    let file = match read_secret_file(&path, warnings)? {
+        Some(text) => parse_proxy_file(&text).map_err(|reason| ConfigError::Invalid {
+            what: "proxy file",
+            source_name: path.display().to_string(),
+            reason,
+        })?,
+        None => ProxyFile::default(),
+    };
+    let pick = |flag: &Option<String>, flag_name: &str, names: [&str; 2], file: &Option<String>| {
+        let from_env = names
+            .iter()
+            .find_map(|name| getenv(name).map(|v| found(&v, name)));
+        first_of(
+            flag.as_ref().map(|v| found(v, flag_name)),
+            from_env,
+            file.as_ref().map(|v| found(v, &path.display().to_string())),
+            None,
+        )
+    };
+    let proxy_url = |what: &'static str, value: Option<Found>, allow_https: bool| {
+        value
+            .map(|f| {
+                ProxyUrl::parse(&f.value, allow_https).map_err(|reason| ConfigError::Invalid {
+                    what,
+                    source_name: f.from,
+                    reason,
+                })
+            })
+            .transpose()
+    };
+    let http = proxy_url(
+        "HTTP proxy",
+        pick(
+            &args.http_proxy,
+            "--http-proxy",
+            env::HTTP_PROXY,
+            &file.http,
+        ),
+        false,
+    )?;
+    let https = proxy_url(
+        "HTTPS proxy",
+        pick(
+            &args.https_proxy,
+            "--https-proxy",
+            env::HTTPS_PROXY,
+            &file.https,
+        ),
+        true,
+    )?;
+    let no_proxy = match pick(&args.no_proxy, "--no-proxy", env::NO_PROXY, &file.no_proxy) {
+        Some(f) => {
+            let (parsed, ignored) = NoProxy::parse(&f.value);
+            if !ignored.is_empty() {
+                warnings.push(format!(
+                    "NO_PROXY from {}: ignoring {:?}: neither a host name, domain, IP address nor CIDR",
+                    f.from, ignored
+                ));
+            }
+            parsed
+        }
+        None => NoProxy::default(),
+    };
+    Ok(ProxySettings {
+        http,
+        https,
+        no_proxy,
+    })
+}
+
+#[derive(Debug, Default)]
+struct ProxyFile {
+    http: Option<String>,
+    https: Option<String>,
+    no_proxy: Option<String>,
+}
+
+/// `proxy.env`: `KEY=VALUE` lines like `reporter.conf`, so it also serves as
+/// a unit's `EnvironmentFile=`. Errors quote no value.
+fn parse_proxy_file(text: &str) -> Result<ProxyFile, String> {
+    let mut file = ProxyFile::default();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line_no = number + 1;
+        let (key, value) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {line_no}: expected KEY=VALUE"))?;
+        let slot = match key.trim() {
+            "HTTP_PROXY" | "http_proxy" => &mut file.http,
+            "HTTPS_PROXY" | "https_proxy" => &mut file.https,
+            "NO_PROXY" | "no_proxy" => &mut file.no_proxy,
+            other => {
+                let shown = if other
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
+                    format!(" {other:?}")
+                } else {
+                    String::new()
+                };
+                return Err(format!(
+                    "line {line_no}: unknown key{shown}; expected HTTP_PROXY, HTTPS_PROXY or NO_PROXY"
+                ));
+            }
+        };
+        *slot = Some(value.trim().trim_matches('"').to_owned());
+    }
+    Ok(file)
 }
 
 /// Reads a secret file, warning when its mode lets anyone but the owner read it.
