@@ -1061,6 +1061,112 @@ mod tests {
     }
 
     #[test]
+    fn proxy_flags_beat_environment_beats_proxy_file() {
+        let dir = contract_dir();
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert!(config.proxy.is_empty());
+
+        write(
+            dir.path(),
+            files::PROXY,
+            "# from the infra-env\nHTTP_PROXY=http://file-proxy:3128\n\
+             HTTPS_PROXY=\"http://user:filepass@file-proxy:3128\"\nNO_PROXY=.file.example,10.0.0.0/8\n",
+            0o600,
+        );
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        let url = |u: &str| Url::parse(u).unwrap();
+        let via = |c: &Config, u: &str| c.proxy.proxy_for(&url(u)).map(ToString::to_string);
+        assert_eq!(
+            via(&config, "https://svc.example").as_deref(),
+            Some("http://[REDACTED]@file-proxy:3128")
+        );
+        assert_eq!(via(&config, "https://10.1.1.1"), None);
+        assert!(config.proxy.secrets().contains(&"filepass".to_owned()));
+        assert!(!format!("{config:?}").contains("filepass"));
+
+        // Lower-case environment names count; upper case wins over them.
+        let env = env_of(&[
+            ("https_proxy", "http://lower:1"),
+            ("HTTPS_PROXY", "http://env-proxy:3128"),
+            ("no_proxy", "svc.example"),
+        ]);
+        let config = Config::resolve(&args(dir.path()), &env).unwrap();
+        assert_eq!(via(&config, "https://svc.example"), None);
+        assert_eq!(
+            via(&config, "https://other.example").as_deref(),
+            Some("http://env-proxy:3128")
+        );
+        assert_eq!(
+            via(&config, "http://other.example").as_deref(),
+            Some("http://file-proxy:3128")
+        );
+
+        let mut run = args(dir.path());
+        run.https_proxy = Some("http://flag-proxy:8080".into());
+        run.no_proxy = Some("*".into());
+        let config = Config::resolve(&run, &env).unwrap();
+        assert_eq!(via(&config, "https://other.example"), None);
+        run.no_proxy = Some(String::new());
+        let config = Config::resolve(&run, &env).unwrap();
+        assert_eq!(
+            via(&config, "https://other.example").as_deref(),
+            Some("http://flag-proxy:8080"),
+            "an empty flag leaves NO_PROXY to the environment"
+        );
+    }
+
+    #[test]
+    fn bad_proxy_settings_are_named_without_their_secret() {
+        let dir = contract_dir();
+        write(
+            dir.path(),
+            files::PROXY,
+            "HTTP_PROXY=https://u:hunter22@p:1\n",
+            0o600,
+        );
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("HTTP proxy") && err.contains("proxy.env"),
+            "{err}"
+        );
+        assert!(!err.contains("hunter22"), "{err}");
+
+        write(
+            dir.path(),
+            files::PROXY,
+            "PROXY=http://u:hunter22@p:1\n",
+            0o600,
+        );
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown key \"PROXY\""), "{err}");
+        write(dir.path(), files::PROXY, "http://u:hunter22@p:1\n", 0o600);
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("KEY=VALUE") && !err.contains("hunter22"),
+            "{err}"
+        );
+
+        // A loose mode is a warning, a bad NO_PROXY entry too.
+        write(
+            dir.path(),
+            files::PROXY,
+            "HTTPS_PROXY=http://p:1\nNO_PROXY=good.example,bad entry\n",
+            0o644,
+        );
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
+        assert!(config.warnings[0].contains("0644"));
+        assert!(config.warnings[1].contains("\"bad entry\""));
+    }
+
+    #[test]
     fn minutes_or_durations() {
         assert_eq!(parse_minutes("10").unwrap(), Duration::from_secs(600));
         assert_eq!(parse_minutes("2s").unwrap(), Duration::from_secs(2));
