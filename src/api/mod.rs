@@ -601,6 +601,46 @@ mod tests {
     }
 
     #[test]
+    fn redirects_name_only_the_origin_and_are_never_retried() {
+        let requested =
+            Url::parse("https://svc.example/api/assisted-install/v2/infra-envs/x/hosts").unwrap();
+        let error = |location: &str| {
+            redirect_error(
+                "listing",
+                StatusCode::FOUND,
+                &requested,
+                &HeaderValue::from_str(location).unwrap(),
+            )
+        };
+        // https -> http on the same host is another origin.
+        let err = error("http://svc.example/api/assisted-install/v2/x?token=sekrit");
+        assert!(!err.is_retryable());
+        let text = err.to_string();
+        assert!(
+            text.contains("redirecting to http://svc.example (another origin)"),
+            "{text}"
+        );
+        assert!(text.contains("goes to https://svc.example only"), "{text}");
+        assert!(
+            !text.contains("sekrit") && !text.contains("/api/"),
+            "{text}"
+        );
+        // The default port spelled out is still the same origin; a relative
+        // Location resolves against the request.
+        for same in ["https://svc.example:443/elsewhere", "/api/other"] {
+            assert!(
+                error(same)
+                    .to_string()
+                    .contains("https://svc.example (the same origin)"),
+                "{same}"
+            );
+        }
+        assert!(error("https://svc.example:8443/")
+            .to_string()
+            .contains("https://svc.example:8443 (another origin)"));
+    }
+
+    #[test]
     fn retry_after_seconds_and_dates() {
         let mut headers = HeaderMap::new();
         headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
