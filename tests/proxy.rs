@@ -503,6 +503,11 @@ async fn proxy_that_denies_us_is_a_clear_error_retried_within_bounds() {
         "{attempts} connections to the proxy in {:?}",
         run.elapsed
     );
+    eprintln!(
+        "MATRIX | proxy denies (ACL) | {attempts} CONNECTs <= {} in {:.1}s | 0 requests reach the service",
+        attempt_bound(run.elapsed),
+        run.elapsed.as_secs_f64()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -535,6 +540,12 @@ async fn proxy_that_wants_credentials_is_not_retried() {
         guarded.connections() <= cycles * 2 + 1,
         "{} connections in {cycles} cycles",
         guarded.connections()
+    );
+    eprintln!(
+        "MATRIX | proxy wants credentials (407) | {} CONNECTs <= {} in {:.1}s, none retried",
+        guarded.connections(),
+        cycles * 2 + 1,
+        run.elapsed.as_secs_f64()
     );
 }
 
