@@ -125,7 +125,7 @@ impl Tinyproxy {
     fn requests(&self) -> Vec<String> {
         self.log_text()
             .lines()
-            .filter_map(|l| l.split_once("): ").map(|(head, rest)| (head, rest)))
+            .filter_map(|l| l.split_once("): "))
             .filter(|(head, _)| head.contains("Request (file descriptor"))
             .map(|(_, rest)| rest.to_owned())
             .collect()

@@ -218,11 +218,12 @@ impl Client {
         let via = settings.proxy.proxy_for(&api_base).cloned();
         if !settings.proxy.is_empty() {
             let origin = api_base.origin().ascii_serialization();
-            match &via {
-                Some(proxy) => tracing::info!("requests to {origin} go through proxy {proxy}"),
-                None => tracing::info!(
+            if let Some(proxy) = &via {
+                tracing::info!("requests to {origin} go through proxy {proxy}");
+            } else {
+                tracing::info!(
                     "requests to {origin} go direct (NO_PROXY, or no proxy for its scheme)"
-                ),
+                );
             }
         }
         Ok(Self {
