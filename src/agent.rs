@@ -82,6 +82,13 @@ async fn run_service(args: RunArgs) {
     // Read once; every command the collectors run would inherit it otherwise.
     // Still single-threaded here (no blocking task has run yet).
     std::env::remove_var(crate::config::env::TOKEN);
+    // A proxy password in the environment would reach every command too.
+    for name in crate::config::env::HTTP_PROXY
+        .iter()
+        .chain(&crate::config::env::HTTPS_PROXY)
+    {
+        std::env::remove_var(name);
+    }
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
@@ -168,6 +175,7 @@ impl Reporter {
             insecure: config.insecure,
             request_timeout: config.request_timeout,
             retry: config.retry,
+            proxy: config.proxy.clone(),
         })?;
         let kubelet = HealthProbe::new(config.kubelet_healthz_url.clone())?;
         let boot_id = read_boot_id(&config.host_path(BOOT_ID_PATH))?;
@@ -201,6 +209,7 @@ impl Reporter {
             .credentials
             .iter()
             .flat_map(|c| c.scrub.iter().map(|s| s.expose().to_owned()))
+            .chain(config.proxy.secrets())
             .collect::<Vec<_>>();
         let mut collect = CollectContext::new(
             config.root.clone(),
@@ -644,7 +653,7 @@ fn log_api_error(err: &ApiError) {
             );
         }
         // Configuration, not weather: say it loudly.
-        ApiError::Tls { .. } => tracing::error!("{err}"),
+        ApiError::Tls { .. } | ApiError::Redirect { .. } => tracing::error!("{err}"),
         _ => tracing::warn!("{err}"),
     }
 }

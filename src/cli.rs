@@ -138,6 +138,21 @@ pub struct RunArgs {
     /// Time limit of one HTTP request, upload included [default: 5m].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub request_timeout: Option<Duration>,
+
+    /// Proxy for an http:// service URL (env HTTP_PROXY) [default: the
+    /// discovery contract's proxy.env]. A password here is visible to every
+    /// user of the host: put it in proxy.env instead.
+    #[arg(long, value_name = "URL")]
+    pub http_proxy: Option<String>,
+
+    /// Proxy for an https:// service URL, tunnelled with CONNECT (env HTTPS_PROXY).
+    #[arg(long, value_name = "URL")]
+    pub https_proxy: Option<String>,
+
+    /// Comma-separated hosts, domains, IP addresses and CIDRs reached
+    /// without the proxy, or `*` (env NO_PROXY).
+    #[arg(long, value_name = "LIST")]
+    pub no_proxy: Option<String>,
 }
 
 fn parse_duration(value: &str) -> Result<Duration, String> {

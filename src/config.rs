@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use crate::api::RetryPolicy;
 use crate::cli::RunArgs;
+use crate::proxy::{NoProxy, ProxySettings, ProxyUrl};
 
 pub const DEFAULT_CONFIG_DIR: &str = "/etc/assisted-boot-reporter";
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/assisted-boot-reporter";
@@ -41,9 +42,12 @@ pub mod files {
     pub const CLUSTER_ID: &str = "cluster-id";
     pub const CA_CERT: &str = "ca.crt";
     pub const TUNABLES: &str = "reporter.conf";
-    /// Everything the reporter may remove when it cleans up, secret first.
-    pub const ALL: [&str; 7] = [
+    /// HTTP_PROXY / HTTPS_PROXY / NO_PROXY; mode 0600, a proxy URL may hold a password.
+    pub const PROXY: &str = "proxy.env";
+    /// Everything the reporter may remove when it cleans up, secrets first.
+    pub const ALL: [&str; 8] = [
         PULL_SECRET,
+        PROXY,
         SERVICE_URL,
         INFRA_ENV_ID,
         HOST_ID,
@@ -62,6 +66,11 @@ pub mod env {
     pub const INFRA_ENV_ID: &str = "INFRA_ENV_ID";
     pub const UPLOAD_MINUTES: &str = "LOG_SEND_FREQUENCY_IN_MINUTES";
     pub const TIMEOUT_MINUTES: &str = "SERVICE_TIMEOUT_MINUTES";
+    /// Proxy settings, upper case first as Go reads them (the upstream
+    /// discovery unit sets both spellings).
+    pub const HTTP_PROXY: [&str; 2] = ["HTTP_PROXY", "http_proxy"];
+    pub const HTTPS_PROXY: [&str; 2] = ["HTTPS_PROXY", "https_proxy"];
+    pub const NO_PROXY: [&str; 2] = ["NO_PROXY", "no_proxy"];
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -132,6 +141,8 @@ pub struct Config {
     pub command_timeout: Duration,
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
+    /// Forward proxy of the service client (`proxy.env`, HTTP(S)_PROXY, NO_PROXY).
+    pub proxy: ProxySettings,
     /// Warnings found while resolving (loose file modes...), logged by the caller
     /// once tracing is set up.
     pub warnings: Vec<String>,
@@ -235,6 +246,7 @@ impl Config {
         .transpose()?;
 
         let credentials = resolve_credentials(args, &getenv, &dir, &mut warnings)?;
+        let proxy = resolve_proxy(args, &getenv, &dir, &mut warnings)?;
 
         let upload_interval = resolve_duration(
             "upload interval",
@@ -335,6 +347,7 @@ impl Config {
             command_timeout: args.command_timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
             request_timeout: args.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
             retry,
+            proxy,
             warnings,
         })
     }
@@ -502,6 +515,130 @@ fn resolve_credentials(
             source_name: from,
             reason,
         })
+}
+
+/// The proxy settings, each of the three by flags > environment >
+/// `proxy.env` > none. A NO_PROXY entry of no known shape is skipped with a
+/// warning, as Go skips it; a proxy URL that cannot be used is an error that
+/// names its source but never quotes it (it may hold a password).
+fn resolve_proxy(
+    args: &RunArgs,
+    getenv: &dyn Fn(&str) -> Option<String>,
+    dir: &ContractDir,
+    warnings: &mut Vec<String>,
+) -> Result<ProxySettings, ConfigError> {
+    let path = dir.path(files::PROXY);
+    let file = match read_secret_file(&path, warnings)? {
+        Some(text) => parse_proxy_file(&text).map_err(|reason| ConfigError::Invalid {
+            what: "proxy file",
+            source_name: path.display().to_string(),
+            reason,
+        })?,
+        None => ProxyFile::default(),
+    };
+    let pick = |flag: &Option<String>, flag_name: &str, names: [&str; 2], file: &Option<String>| {
+        let from_env = names
+            .iter()
+            .find_map(|name| getenv(name).map(|v| found(&v, name)));
+        first_of(
+            flag.as_ref().map(|v| found(v, flag_name)),
+            from_env,
+            file.as_ref().map(|v| found(v, &path.display().to_string())),
+            None,
+        )
+    };
+    let proxy_url = |what: &'static str, value: Option<Found>, allow_https: bool| {
+        value
+            .map(|f| {
+                ProxyUrl::parse(&f.value, allow_https).map_err(|reason| ConfigError::Invalid {
+                    what,
+                    source_name: f.from,
+                    reason,
+                })
+            })
+            .transpose()
+    };
+    let http = proxy_url(
+        "HTTP proxy",
+        pick(
+            &args.http_proxy,
+            "--http-proxy",
+            env::HTTP_PROXY,
+            &file.http,
+        ),
+        false,
+    )?;
+    let https = proxy_url(
+        "HTTPS proxy",
+        pick(
+            &args.https_proxy,
+            "--https-proxy",
+            env::HTTPS_PROXY,
+            &file.https,
+        ),
+        true,
+    )?;
+    let no_proxy = match pick(&args.no_proxy, "--no-proxy", env::NO_PROXY, &file.no_proxy) {
+        Some(f) => {
+            let (parsed, ignored) = NoProxy::parse(&f.value);
+            if !ignored.is_empty() {
+                warnings.push(format!(
+                    "NO_PROXY from {}: ignoring {:?}: neither a host name, domain, IP address nor CIDR",
+                    f.from, ignored
+                ));
+            }
+            parsed
+        }
+        None => NoProxy::default(),
+    };
+    Ok(ProxySettings {
+        http,
+        https,
+        no_proxy,
+    })
+}
+
+#[derive(Debug, Default)]
+struct ProxyFile {
+    http: Option<String>,
+    https: Option<String>,
+    no_proxy: Option<String>,
+}
+
+/// `proxy.env`: `KEY=VALUE` lines like `reporter.conf`, so it also serves as
+/// a unit's `EnvironmentFile=`. Errors quote no value.
+fn parse_proxy_file(text: &str) -> Result<ProxyFile, String> {
+    let mut file = ProxyFile::default();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line_no = number + 1;
+        let (key, value) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {line_no}: expected KEY=VALUE"))?;
+        let slot = match key.trim() {
+            "HTTP_PROXY" | "http_proxy" => &mut file.http,
+            "HTTPS_PROXY" | "https_proxy" => &mut file.https,
+            "NO_PROXY" | "no_proxy" => &mut file.no_proxy,
+            other => {
+                let shown = if other
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
+                    format!(" {other:?}")
+                } else {
+                    String::new()
+                };
+                return Err(format!(
+                    "line {line_no}: unknown key{shown}; expected HTTP_PROXY, HTTPS_PROXY or NO_PROXY"
+                ));
+            }
+        };
+        *slot = Some(value.trim().trim_matches('"').to_owned());
+    }
+    Ok(file)
 }
 
 /// Reads a secret file, warning when its mode lets anyone but the owner read it.
@@ -921,6 +1058,112 @@ mod tests {
     fn secret_debug_never_shows_the_value() {
         let creds = parse_credentials("very-secret-token").unwrap();
         assert!(!format!("{creds:?}").contains("very-secret-token"));
+    }
+
+    #[test]
+    fn proxy_flags_beat_environment_beats_proxy_file() {
+        let dir = contract_dir();
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert!(config.proxy.is_empty());
+
+        write(
+            dir.path(),
+            files::PROXY,
+            "# from the infra-env\nHTTP_PROXY=http://file-proxy:3128\n\
+             HTTPS_PROXY=\"http://user:filepass@file-proxy:3128\"\nNO_PROXY=.file.example,10.0.0.0/8\n",
+            0o600,
+        );
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        let url = |u: &str| Url::parse(u).unwrap();
+        let via = |c: &Config, u: &str| c.proxy.proxy_for(&url(u)).map(ToString::to_string);
+        assert_eq!(
+            via(&config, "https://svc.example").as_deref(),
+            Some("http://[REDACTED]@file-proxy:3128")
+        );
+        assert_eq!(via(&config, "https://10.1.1.1"), None);
+        assert!(config.proxy.secrets().contains(&"filepass".to_owned()));
+        assert!(!format!("{config:?}").contains("filepass"));
+
+        // Lower-case environment names count; upper case wins over them.
+        let env = env_of(&[
+            ("https_proxy", "http://lower:1"),
+            ("HTTPS_PROXY", "http://env-proxy:3128"),
+            ("no_proxy", "svc.example"),
+        ]);
+        let config = Config::resolve(&args(dir.path()), &env).unwrap();
+        assert_eq!(via(&config, "https://svc.example"), None);
+        assert_eq!(
+            via(&config, "https://other.example").as_deref(),
+            Some("http://env-proxy:3128")
+        );
+        assert_eq!(
+            via(&config, "http://other.example").as_deref(),
+            Some("http://file-proxy:3128")
+        );
+
+        let mut run = args(dir.path());
+        run.https_proxy = Some("http://flag-proxy:8080".into());
+        run.no_proxy = Some("*".into());
+        let config = Config::resolve(&run, &env).unwrap();
+        assert_eq!(via(&config, "https://other.example"), None);
+        run.no_proxy = Some(String::new());
+        let config = Config::resolve(&run, &env).unwrap();
+        assert_eq!(
+            via(&config, "https://other.example").as_deref(),
+            Some("http://flag-proxy:8080"),
+            "an empty flag leaves NO_PROXY to the environment"
+        );
+    }
+
+    #[test]
+    fn bad_proxy_settings_are_named_without_their_secret() {
+        let dir = contract_dir();
+        write(
+            dir.path(),
+            files::PROXY,
+            "HTTP_PROXY=https://u:hunter22@p:1\n",
+            0o600,
+        );
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("HTTP proxy") && err.contains("proxy.env"),
+            "{err}"
+        );
+        assert!(!err.contains("hunter22"), "{err}");
+
+        write(
+            dir.path(),
+            files::PROXY,
+            "PROXY=http://u:hunter22@p:1\n",
+            0o600,
+        );
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown key \"PROXY\""), "{err}");
+        write(dir.path(), files::PROXY, "http://u:hunter22@p:1\n", 0o600);
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("KEY=VALUE") && !err.contains("hunter22"),
+            "{err}"
+        );
+
+        // A loose mode is a warning, a bad NO_PROXY entry too.
+        write(
+            dir.path(),
+            files::PROXY,
+            "HTTPS_PROXY=http://p:1\nNO_PROXY=good.example,bad entry\n",
+            0o644,
+        );
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
+        assert!(config.warnings[0].contains("0644"));
+        assert!(config.warnings[1].contains("\"bad entry\""));
     }
 
     #[test]

@@ -97,6 +97,22 @@ pub struct IgnitionArgs {
     /// secret) [default: standard output, which must not be a terminal].
     #[arg(long, short, value_name = "PATH")]
     pub output: Option<PathBuf>,
+
+    /// The infra-env's `http_proxy`: http://[user:password@]host:port, for an
+    /// http:// service URL. Written with the other two to the contract's
+    /// proxy.env (mode 0600).
+    #[arg(long, value_name = "URL")]
+    pub http_proxy: Option<String>,
+
+    /// The infra-env's `https_proxy`: http:// or https:// proxy URL, for an
+    /// https:// service URL (CONNECT).
+    #[arg(long, value_name = "URL")]
+    pub https_proxy: Option<String>,
+
+    /// The infra-env's `no_proxy`: `*`, or comma-separated host names,
+    /// domains (`.example.com`: subdomains only), IP addresses and CIDRs.
+    #[arg(long, value_name = "LIST")]
+    pub no_proxy: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -203,6 +219,58 @@ impl std::fmt::Debug for PullSecret {
     }
 }
 
+/// The contract's `proxy.env`; its `Debug` never shows it (a proxy URL may
+/// hold a password).
+pub struct ProxyEnv(pub String);
+
+impl std::fmt::Debug for ProxyEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProxyEnv([REDACTED])")
+    }
+}
+
+/// Checks the proxy flags as assisted-service checks an infra-env's proxy
+/// (`pkg/validations`: http_proxy http only, https_proxy http or https, the
+/// scheme spelled out) and renders `proxy.env`. Errors never quote a URL.
+fn proxy_env(args: &IgnitionArgs) -> anyhow::Result<Option<ProxyEnv>> {
+    let mut text = String::new();
+    for (flag, key, value, allow_https) in [
+        ("--http-proxy", "HTTP_PROXY", &args.http_proxy, false),
+        ("--https-proxy", "HTTPS_PROXY", &args.https_proxy, true),
+    ] {
+        let Some(value) = value.as_deref().map(str::trim).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        // The URL parser drops newlines; proxy.env must stay one line per key.
+        ensure!(
+            !value.chars().any(char::is_control),
+            "{flag}: the URL holds control characters"
+        );
+        ensure!(
+            value.contains("://"),
+            "{flag}: the URL must start with its scheme (http://)"
+        );
+        crate::proxy::ProxyUrl::parse(value, allow_https)
+            .map_err(|reason| anyhow::anyhow!("{flag}: {reason}"))?;
+        let _ = writeln!(text, "{key}={value}");
+    }
+    if let Some(value) = args
+        .no_proxy
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+    {
+        ensure!(
+            !text.is_empty(),
+            "--no-proxy without --http-proxy or --https-proxy has nothing to bypass"
+        );
+        crate::proxy::NoProxy::validate(value)
+            .map_err(|reason| anyhow::anyhow!("--no-proxy: {reason}"))?;
+        let _ = writeln!(text, "NO_PROXY={value}");
+    }
+    Ok((!text.is_empty()).then_some(ProxyEnv(text)))
+}
+
 /// Everything the fragment is made of, read and checked.
 #[derive(Debug)]
 pub struct Inputs {
@@ -213,6 +281,7 @@ pub struct Inputs {
     pub cluster_id: Option<Uuid>,
     pub pull_secret: Option<PullSecret>,
     pub ca_cert: Option<String>,
+    pub proxy: Option<ProxyEnv>,
 }
 
 impl Inputs {
@@ -231,6 +300,7 @@ impl Inputs {
         let binary = read_binary(&binary_path, args.arch)?;
 
         let service_url = check_service_url(&args.service_url)?;
+        let proxy = proxy_env(args)?;
         let pull_secret = match &args.pull_secret_file {
             Some(path) => Some(read_pull_secret(path)?),
             None => None,
@@ -256,6 +326,7 @@ impl Inputs {
             cluster_id: args.cluster_id,
             pull_secret,
             ca_cert,
+            proxy,
         })
     }
 }
@@ -465,6 +536,9 @@ pub fn fragment(inputs: &Inputs, spec: Spec) -> Value {
     if let Some(secret) = &inputs.pull_secret {
         contract(files::PULL_SECRET, &secret.0, MODE_SECRET);
     }
+    if let Some(proxy) = &inputs.proxy {
+        contract(files::PROXY, &proxy.0, MODE_SECRET);
+    }
     contract(files::SERVICE_URL, &inputs.service_url, MODE_PUBLIC);
     contract(
         files::INFRA_ENV_ID,
@@ -666,6 +740,7 @@ mod tests {
             cluster_id: None,
             pull_secret: Some(PullSecret("bare-token".into())),
             ca_cert: None,
+            proxy: None,
         }
     }
 
@@ -700,6 +775,79 @@ mod tests {
         assert_eq!(unit["enabled"], true);
         assert_eq!(unit["contents"], UNIT_CONTENTS);
         assert!(UNIT_CONTENTS.contains(&format!("ExecStart={BINARY_PATH} run")));
+    }
+
+    #[test]
+    fn proxy_flags_become_a_private_proxy_env() {
+        let args = |http: Option<&str>, https: Option<&str>, no: Option<&str>| IgnitionArgs {
+            arch: Arch::X86_64,
+            binary: None,
+            spec: Spec::V3_2,
+            service_url: "https://api.example.com".into(),
+            infra_env_id: Uuid::from_u128(1),
+            host_id: Uuid::from_u128(2),
+            cluster_id: None,
+            pull_secret_file: None,
+            ca_cert: None,
+            output: None,
+            http_proxy: http.map(Into::into),
+            https_proxy: https.map(Into::into),
+            no_proxy: no.map(Into::into),
+        };
+        assert!(proxy_env(&args(None, None, None)).unwrap().is_none());
+        let env = proxy_env(&args(
+            Some("http://proxy.example:3128"),
+            Some("http://user:pa55word@proxy.example:3128"),
+            Some(".cluster.example,10.0.0.0/8,fd00::/8"),
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            env.0,
+            "HTTP_PROXY=http://proxy.example:3128\n\
+             HTTPS_PROXY=http://user:pa55word@proxy.example:3128\n\
+             NO_PROXY=.cluster.example,10.0.0.0/8,fd00::/8\n"
+        );
+        assert!(!format!("{env:?}").contains("pa55word"));
+        let mut with_proxy = inputs();
+        with_proxy.proxy = Some(env);
+        let f = fragment(&with_proxy, Spec::V3_2);
+        let file = f["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == "/etc/assisted-boot-reporter/proxy.env")
+            .expect("proxy.env in the fragment");
+        assert_eq!(file["mode"], 0o600);
+
+        for (bad, want) in [
+            (
+                args(Some("https://p:1"), None, None),
+                "--http-proxy: scheme",
+            ),
+            (
+                args(Some("p:3128"), None, None),
+                "must start with its scheme",
+            ),
+            (
+                args(None, Some("socks5://u:hunter22@p:1"), None),
+                "--https-proxy",
+            ),
+            (args(None, None, Some("*")), "nothing to bypass"),
+            (
+                args(None, Some("http://p:1"), Some("a.example,*")),
+                "whole value",
+            ),
+            (args(None, Some("http://p:1"), Some("a b")), "--no-proxy"),
+            (
+                args(Some("http://p:1\nNO_PROXY=*"), None, None),
+                "control characters",
+            ),
+        ] {
+            let err = format!("{:#}", proxy_env(&bad).unwrap_err());
+            assert!(err.contains(want), "{err}");
+            assert!(!err.contains("hunter22"), "{err}");
+        }
     }
 
     #[test]

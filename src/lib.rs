@@ -15,6 +15,7 @@ pub mod ignition;
 pub mod kubelet;
 pub mod ledger;
 pub mod offline;
+pub mod proxy;
 pub mod records;
 pub mod redact;
 pub mod stage;

@@ -608,6 +608,170 @@ async fn unauthorized_and_forbidden_are_not_retried_within_a_cycle() {
     .await;
 }
 
+/// Another origin on loopback: records every byte any client sends it and
+/// answers 200 with an empty list, which would pass for a successful host
+/// list or stage update if a redirect were followed.
+struct Elsewhere {
+    addr: SocketAddr,
+    received: Arc<Mutex<Vec<u8>>>,
+    connections: Arc<AtomicU32>,
+}
+
+impl Elsewhere {
+    async fn start() -> Elsewhere {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let connections = Arc::new(AtomicU32::new(0));
+        let (rec, conns) = (Arc::clone(&received), Arc::clone(&connections));
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                conns.fetch_add(1, Ordering::SeqCst);
+                let rec = Arc::clone(&rec);
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    // Bounded: a few reads within a second are enough to
+                    // catch a header or the start of a body.
+                    for _ in 0..16 {
+                        match tokio::time::timeout(Duration::from_secs(1), sock.read(&mut buf))
+                            .await
+                        {
+                            Ok(Ok(n)) if n > 0 => rec.lock().unwrap().extend_from_slice(&buf[..n]),
+                            _ => break,
+                        }
+                    }
+                    let _ = sock
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n[]")
+                        .await;
+                });
+            }
+        });
+        Elsewhere {
+            addr,
+            received,
+            connections,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_are_not_followed_and_the_token_never_leaves_its_origin() {
+    let (sc, _mock, base) = world("f-redirect").await;
+    let elsewhere = Elsewhere::start().await;
+    let away = format!(
+        "http://{}{API}/infra-envs/{INFRA_ENV_ID}/hosts",
+        elsewhere.addr
+    );
+    let progress = format!("{API}/infra-envs/{INFRA_ENV_ID}/hosts/{HOST_ID}/progress");
+    // The host list and an upload sent elsewhere; the progress PUT sent
+    // elsewhere with 307 (method and body kept, were it followed), then to
+    // its own URL with 302 (which a follower turns into a GET).
+    admin_fault(
+        &base,
+        json!({"endpoint": "list_hosts", "status": 302, "location": away}),
+    )
+    .await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "upload_logs", "status": 307, "location": format!("http://{}/upload", elsewhere.addr)}),
+    )
+    .await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "update_progress", "status": 307, "location": format!("http://{}{progress}", elsewhere.addr)}),
+    )
+    .await;
+    admin_fault(
+        &base,
+        json!({"endpoint": "update_progress", "status": 302, "location": progress}),
+    )
+    .await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        timeout: "6s",
+        ..Knobs::default()
+    };
+    let run = sc.run_agent("redirects", &opts(&sc, &k)).await;
+    let stored = watcher.stop();
+    let stderr = run.stderr_text();
+
+    assert_eq!(
+        elsewhere.connections.load(Ordering::SeqCst),
+        0,
+        "a redirect was followed to another origin; it received:\n{}",
+        String::from_utf8_lossy(&elsewhere.received.lock().unwrap())
+    );
+    assert!(!contains(
+        &elsewhere.received.lock().unwrap(),
+        sc.token.as_bytes()
+    ));
+    let other = format!("http://{} (another origin)", elsewhere.addr);
+    let refusals: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("redirects are not followed"))
+        .collect();
+    assert_eq!(
+        refusals.iter().filter(|l| l.contains(&other)).count(),
+        3,
+        "host list, upload and progress PUT each refused once, naming where they pointed:\n{stderr}"
+    );
+    assert_eq!(
+        refusals
+            .iter()
+            .filter(|l| l.contains("(the same origin)"))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(refusals.iter().all(|l| l.contains(" ERROR ")), "{stderr}");
+    assert!(
+        !refusals.iter().any(|l| l.contains("/api/")),
+        "only the origin of a Location is shown, never its path or query:\n{stderr}"
+    );
+
+    // Nothing was re-sent by hand either: one request per injected redirect,
+    // the next one a cycle later.
+    let requests = api_requests(&base).await;
+    let puts = progress_puts(&requests);
+    let redirected: Vec<&&Value> = puts
+        .iter()
+        .filter(|r| (300..400).contains(&status_of(r)))
+        .collect();
+    assert_eq!(redirected.len(), 2, "{puts:?}");
+    let accepted = puts
+        .iter()
+        .filter(|r| (200..300).contains(&status_of(r)))
+        .count();
+    assert_eq!(accepted, 1, "{puts:?}");
+    // "stage set" only for the PUT the service accepted, after the redirects.
+    let set_lines: Vec<usize> = stderr
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("stage set:"))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(set_lines.len(), accepted, "{stderr}");
+    let last_refusal = stderr
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("redirects are not followed") && l.contains("setting stage"))
+        .map(|(i, _)| i)
+        .max()
+        .expect("the PUT redirects were logged");
+    assert!(set_lines[0] > last_refusal, "{stderr}");
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    assess(
+        "302/307 to another origin, 302 to the same one: not followed",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::AfterInjectedFaults,
+        0,
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn infra_env_not_found_is_not_retried_within_a_cycle() {
     let (sc, _mock, base) = world("f-404").await;

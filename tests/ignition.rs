@@ -801,3 +801,87 @@ fn the_checks_catch_a_broken_fragment() {
     unknown_keys(&schema, &schema, &misspelt, "", &mut unknown);
     assert_eq!(unknown, ["/storage/files/0/contents/compresion"]);
 }
+
+#[test]
+fn proxy_flags_write_a_private_proxy_env_the_agent_reads_back() {
+    let env = Env::new();
+    let binary_path = env.write("abr-x86_64", &static_elf(62, false));
+    let out_path = env.path("proxy.ign");
+    let out_str = out_path.to_string_lossy().into_owned();
+    let password = "pr0xy-Pa55word";
+    let https_proxy = format!("http://installer:{password}@proxy.corp.example:3128");
+    let mut args = base_args(binary_path.to_str().unwrap(), "x86_64");
+    args.extend([
+        "--http-proxy",
+        "http://proxy.corp.example:3128",
+        "--https-proxy",
+        &https_proxy,
+        "--no-proxy",
+        ".corp.example,10.0.0.0/8,fd00::/8",
+        "--output",
+        &out_str,
+    ]);
+    let out = env.run(&args, None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fragment: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    let schema = schema("3.2");
+    let errors = validate(&schema, &fragment);
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+    let proxy = file_entry(&fragment, &format!("{CONTRACT_DIR}/proxy.env"));
+    assert_eq!(proxy["mode"], 0o600, "a proxy URL may hold a password");
+
+    // What Ignition writes, read by the agent's own configuration code.
+    let contract = env.path("contract");
+    std::fs::create_dir(&contract).unwrap();
+    for file in fragment["storage"]["files"].as_array().unwrap() {
+        let path = file["path"].as_str().unwrap();
+        if let Some(name) = path.strip_prefix(&format!("{CONTRACT_DIR}/")) {
+            let dest = contract.join(name);
+            std::fs::write(&dest, file_bytes(file)).unwrap();
+            let mode = u32::try_from(file["mode"].as_u64().unwrap()).unwrap();
+            std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+    }
+    let run = assisted_boot_reporter::cli::RunArgs {
+        config_dir: Some(contract.clone()),
+        state_dir: Some(env.path("state")),
+        root: Some(env.path("root")),
+        ..Default::default()
+    };
+    let config = assisted_boot_reporter::config::Config::resolve(&run, &|_| None).unwrap();
+    assert!(
+        config.warnings.iter().all(|w| !w.contains("proxy")),
+        "{:?}",
+        config.warnings
+    );
+    let via = |u: &str| {
+        config
+            .proxy
+            .proxy_for(&reqwest::Url::parse(u).unwrap())
+            .map(ToString::to_string)
+    };
+    assert_eq!(
+        via(SERVICE_URL).as_deref(),
+        Some("http://[REDACTED]@proxy.corp.example:3128")
+    );
+    assert_eq!(via("https://api.corp.example"), None);
+    assert_eq!(via("https://10.1.2.3"), None);
+    assert_eq!(
+        via("http://assisted.example.com").as_deref(),
+        Some("http://proxy.corp.example:3128")
+    );
+    assert!(config.proxy.secrets().contains(&password.to_owned()));
+
+    // A bad value fails before anything is written, without quoting it.
+    let bad = env.path("bad.ign");
+    let bad_str = bad.to_string_lossy().into_owned();
+    let mut args = base_args(binary_path.to_str().unwrap(), "x86_64");
+    let socks = format!("socks5://installer:{password}@proxy:1080");
+    args.extend(["--https-proxy", &socks, "--output", &bad_str]);
+    let out = env.run(&args, None);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--https-proxy"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(password), "{}", stderr(&out));
+    assert!(!bad.exists());
+}

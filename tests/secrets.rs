@@ -489,15 +489,33 @@ async fn token_from_the_environment_is_not_passed_on_to_commands() {
     let base = mock.base_url();
     sc.write_config(&base, SecretForm::BareToken, true);
     std::fs::remove_file(sc.config_dir.join("pull-secret")).unwrap();
-    let secrets = secrets_of(&sc, false);
+    let mut secrets = secrets_of(&sc, false);
     let mut opts = at_trace(&sc, trace_opts("3s", None));
     opts.env
         .push(("PULL_SECRET_TOKEN".to_owned(), sc.token.clone()));
+    // A proxy password given the same way is not passed on either (the
+    // service on loopback is reached direct through NO_PROXY).
+    let proxy_password = "Pr0xy-env-pa55w0rd";
+    secrets.push(("proxy password", proxy_password.to_owned()));
+    opts.env.push((
+        "HTTPS_PROXY".to_owned(),
+        format!("http://reporter:{proxy_password}@127.0.0.1:9"),
+    ));
+    opts.env.push((
+        "http_proxy".to_owned(),
+        format!("http://reporter:{proxy_password}@127.0.0.1:9"),
+    ));
+    opts.env
+        .push(("NO_PROXY".to_owned(), "127.0.0.0/8".to_owned()));
     let (seen, run) = watched_run(&sc, "token in env, trace", &opts, &secrets, false).await;
     run.assert_code(0);
     assert!(seen.processes.len() > 3, "no child command seen: {seen:?}");
     let state = admin_state(&base).await;
     assert_eq!(host_of(&state, HOST_ID)["current_stage"], LOCAL_IGNITION);
-    report("token from PULL_SECRET_TOKEN", &seen, &run);
+    report(
+        "token from PULL_SECRET_TOKEN, proxy from HTTP(S)_PROXY",
+        &seen,
+        &run,
+    );
     sc.final_checks(Some(&base)).await;
 }

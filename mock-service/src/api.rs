@@ -365,6 +365,9 @@ async fn gate(State(st): State<Shared>, req: Request, next: Next) -> Response {
             {
                 resp.headers_mut().insert(header::RETRY_AFTER, ra);
             }
+            if let Some(location) = fault.location.and_then(|v| HeaderValue::from_str(&v).ok()) {
+                resp.headers_mut().insert(header::LOCATION, location);
+            }
             record.status = code;
             return resp;
         }

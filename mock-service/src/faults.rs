@@ -60,6 +60,10 @@ pub struct Fault {
     /// Raw body to send instead of the standard `error` JSON.
     #[serde(default)]
     pub body: Option<String>,
+    /// `Location` of a 3xx answer: a redirect to anywhere, e.g. another
+    /// listener that records whether the agent's token follows.
+    #[serde(default)]
+    pub location: Option<String>,
 }
 
 impl Fault {
@@ -71,6 +75,9 @@ impl Fault {
             if !(100..=599).contains(&s) {
                 return Err(format!("status {s} is not an HTTP status"));
             }
+        }
+        if self.location.is_some() && !self.status.is_some_and(|s| (300..=399).contains(&s)) {
+            return Err("location needs a 3xx status".into());
         }
         if self.status.is_none() && self.delay_ms == 0 && !self.drop_connection {
             return Err("a fault needs a status, a delay_ms or drop_connection".into());
@@ -128,6 +135,7 @@ mod tests {
             drop_connection: false,
             retry_after: None,
             body: None,
+            location: None,
         }
     }
 
@@ -184,6 +192,10 @@ mod tests {
         f.status = None;
         assert!(f.validate().is_err());
         f.delay_ms = 10;
+        assert!(f.validate().is_ok());
+        f.location = Some("http://127.0.0.1:9/elsewhere".into());
+        assert!(f.validate().is_err());
+        f.status = Some(307);
         assert!(f.validate().is_ok());
     }
 }

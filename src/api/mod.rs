@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -22,6 +22,7 @@ pub use retry::RetryPolicy;
 pub use types::{ErrorBody, Host, HostProgress, HostProgressInfo};
 
 use crate::config::Secret;
+use crate::proxy::{ProxySettings, ProxyUrl};
 
 /// Base path of the v2 API under the service URL.
 pub const API_PREFIX: &str = "api/assisted-install/v2/";
@@ -60,6 +61,37 @@ pub enum ApiError {
     },
     #[error("{operation}: unexpected answer from the service: {detail}")]
     Decode { operation: String, detail: String },
+    /// The configured proxy failed or refused; `auth_required` when it asked
+    /// for credentials (407), which asking again will not supply.
+    #[error(
+        "{operation}: cannot reach the service through proxy {proxy}: {detail}; \
+         check HTTP(S)_PROXY and NO_PROXY (discovery contract proxy.env)"
+    )]
+    Proxy {
+        operation: String,
+        proxy: String,
+        detail: String,
+        auth_required: bool,
+        #[source]
+        source: Option<reqwest::Error>,
+    },
+    /// A 3xx answer. No redirect is followed, same origin included: the token
+    /// and the request body go to the configured origin only, and a 302 would
+    /// turn the progress PUT into a GET whose 200 looks like success.
+    #[error(
+        "{operation}: the service answered {status} redirecting to {target}; redirects are \
+         not followed, the agent token goes to {origin} only: if the service moved, put its \
+         final URL in the discovery contract's service-url"
+    )]
+    Redirect {
+        operation: String,
+        status: StatusCode,
+        /// Scheme, host and port of the requested URL.
+        origin: String,
+        /// Scheme, host and port of `Location` (never its path or query,
+        /// which may carry a signed token), or why it is unusable.
+        target: String,
+    },
 }
 
 impl ApiError {
@@ -73,7 +105,8 @@ impl ApiError {
                     || *status == StatusCode::TOO_MANY_REQUESTS
                     || status.is_server_error()
             }
-            ApiError::Decode { .. } | ApiError::Tls { .. } => false,
+            ApiError::Proxy { auth_required, .. } => !auth_required,
+            ApiError::Decode { .. } | ApiError::Tls { .. } | ApiError::Redirect { .. } => false,
         }
     }
 
@@ -125,6 +158,7 @@ pub struct ClientSettings {
     pub insecure: bool,
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
+    pub proxy: ProxySettings,
 }
 
 #[derive(Debug, Clone)]
@@ -133,6 +167,8 @@ pub struct Client {
     api_base: Url,
     token: Option<Secret>,
     retry: RetryPolicy,
+    /// The proxy every request goes through (they all go to one origin).
+    via: Option<ProxyUrl>,
 }
 
 impl Client {
@@ -145,7 +181,16 @@ impl Client {
             ))
             .connect_timeout(Duration::from_secs(30).min(settings.request_timeout))
             .timeout(settings.request_timeout)
-            .https_only(false);
+            .https_only(false)
+            // The token must not follow a redirect to another origin, and a
+            // followed 302 turns a PUT into a GET: see ApiError::Redirect.
+            .redirect(reqwest::redirect::Policy::none())
+            // reqwest's own HTTP(S)_PROXY handling knows no CIDR in NO_PROXY;
+            // the configured settings replace it (crate::proxy).
+            .no_proxy();
+        if let Some(proxy) = settings.proxy.to_reqwest() {
+            builder = builder.proxy(proxy);
+        }
         if let Some(path) = &settings.ca_cert {
             let pem = std::fs::read(path)
                 .with_context(|| format!("reading CA bundle {}", path.display()))?;
@@ -170,12 +215,63 @@ impl Client {
             base.set_path(&path);
         }
         let api_base = base.join(API_PREFIX).context("building the API base URL")?;
+        let via = settings.proxy.proxy_for(&api_base).cloned();
+        if !settings.proxy.is_empty() {
+            let origin = api_base.origin().ascii_serialization();
+            if let Some(proxy) = &via {
+                tracing::info!("requests to {origin} go through proxy {proxy}");
+            } else {
+                tracing::info!(
+                    "requests to {origin} go direct (NO_PROXY, or no proxy for its scheme)"
+                );
+            }
+        }
         Ok(Self {
             http,
             api_base,
             token: settings.token.clone(),
             retry: settings.retry,
+            via,
         })
+    }
+
+    /// Sends a request; failures of a proxied request name the proxy.
+    async fn send(&self, operation: &str, request: RequestBuilder) -> Result<Response, ApiError> {
+        let Some(proxy) = &self.via else {
+            return request
+                .send()
+                .await
+                .map_err(|e| ApiError::transport(operation, e));
+        };
+        match request.send().await {
+            // Over plain http the proxy answers in the service's place.
+            Ok(response) if response.status() == StatusCode::PROXY_AUTHENTICATION_REQUIRED => {
+                Err(ApiError::Proxy {
+                    operation: operation.to_owned(),
+                    proxy: proxy.to_string(),
+                    detail: "the proxy requires credentials (407); give them in the proxy URL"
+                        .into(),
+                    auth_required: true,
+                    source: None,
+                })
+            }
+            Ok(response) => Ok(response),
+            Err(err) if certificate_error(&err).is_some() => {
+                Err(ApiError::transport(operation, err))
+            }
+            Err(err) => {
+                let detail = error_chain(&err);
+                // hyper-util's CONNECT error for a 407 answer.
+                let auth_required = detail.contains("proxy authorization required");
+                Err(ApiError::Proxy {
+                    operation: operation.to_owned(),
+                    proxy: proxy.to_string(),
+                    detail,
+                    auth_required,
+                    source: Some(err),
+                })
+            }
+        }
     }
 
     pub fn retry_policy(&self) -> RetryPolicy {
@@ -213,14 +309,11 @@ impl Client {
         let hosts = self
             .retry
             .run(deadline, |_| async {
-                let response = self
-                    .request(
-                        Method::GET,
-                        self.url(&format!("infra-envs/{infra_env_id}/hosts")),
-                    )
-                    .send()
-                    .await
-                    .map_err(|e| ApiError::transport(operation, e))?;
+                let request = self.request(
+                    Method::GET,
+                    self.url(&format!("infra-envs/{infra_env_id}/hosts")),
+                );
+                let response = self.send(operation, request).await?;
                 let body = success_body(operation, response, MAX_LIST_BYTES).await?;
                 serde_json::from_slice::<Vec<Host>>(&body).map_err(|err| ApiError::Decode {
                     operation: operation.to_owned(),
@@ -251,7 +344,7 @@ impl Client {
         let body = serde_json::to_vec(progress).expect("a struct of strings serializes");
         self.retry
             .run(deadline, |_| async {
-                let response = self
+                let request = self
                     .request(
                         Method::PUT,
                         self.url(&format!(
@@ -259,10 +352,8 @@ impl Client {
                         )),
                     )
                     .header(CONTENT_TYPE, "application/json")
-                    .body(body.clone())
-                    .send()
-                    .await
-                    .map_err(|e| ApiError::transport(&operation, e))?;
+                    .body(body.clone());
+                let response = self.send(&operation, request).await?;
                 success_body(&operation, response, MAX_ERROR_BYTES)
                     .await
                     .map(drop)
@@ -285,11 +376,8 @@ impl Client {
             .append_pair("host_id", &target.host_id.to_string())
             .append_pair("infra_env_id", &target.infra_env_id.to_string());
         let response = self
-            .request(Method::POST, url)
-            .multipart(form)
-            .send()
-            .await
-            .map_err(|e| ApiError::transport(&operation, e))?;
+            .send(&operation, self.request(Method::POST, url).multipart(form))
+            .await?;
         success_body(&operation, response, MAX_ERROR_BYTES)
             .await
             .map(drop)
@@ -312,6 +400,11 @@ async fn success_body(
     limit: usize,
 ) -> Result<Vec<u8>, ApiError> {
     let status = response.status();
+    if status.is_redirection() {
+        if let Some(location) = response.headers().get(LOCATION) {
+            return Err(redirect_error(operation, status, response.url(), location));
+        }
+    }
     let retry_after = parse_retry_after(response.headers());
     let body = read_capped(
         operation,
@@ -343,6 +436,36 @@ async fn success_body(
         reason,
         retry_after,
     })
+}
+
+/// Names where a redirect pointed, origin only.
+fn redirect_error(
+    operation: &str,
+    status: StatusCode,
+    requested: &Url,
+    location: &HeaderValue,
+) -> ApiError {
+    let target = location
+        .to_str()
+        .ok()
+        .and_then(|l| requested.join(l).ok())
+        .map_or_else(
+            || "a Location that is not a URL".to_owned(),
+            |target| {
+                let same = if target.origin() == requested.origin() {
+                    "the same origin"
+                } else {
+                    "another origin"
+                };
+                format!("{} ({same})", target.origin().ascii_serialization())
+            },
+        );
+    ApiError::Redirect {
+        operation: operation.to_owned(),
+        status,
+        origin: requested.origin().ascii_serialization(),
+        target,
+    }
 }
 
 async fn read_capped(
@@ -479,6 +602,46 @@ mod tests {
     }
 
     #[test]
+    fn redirects_name_only_the_origin_and_are_never_retried() {
+        let requested =
+            Url::parse("https://svc.example/api/assisted-install/v2/infra-envs/x/hosts").unwrap();
+        let error = |location: &str| {
+            redirect_error(
+                "listing",
+                StatusCode::FOUND,
+                &requested,
+                &HeaderValue::from_str(location).unwrap(),
+            )
+        };
+        // https -> http on the same host is another origin.
+        let err = error("http://svc.example/api/assisted-install/v2/x?token=sekrit");
+        assert!(!err.is_retryable());
+        let text = err.to_string();
+        assert!(
+            text.contains("redirecting to http://svc.example (another origin)"),
+            "{text}"
+        );
+        assert!(text.contains("goes to https://svc.example only"), "{text}");
+        assert!(
+            !text.contains("sekrit") && !text.contains("/api/"),
+            "{text}"
+        );
+        // The default port spelled out is still the same origin; a relative
+        // Location resolves against the request.
+        for same in ["https://svc.example:443/elsewhere", "/api/other"] {
+            assert!(
+                error(same)
+                    .to_string()
+                    .contains("https://svc.example (the same origin)"),
+                "{same}"
+            );
+        }
+        assert!(error("https://svc.example:8443/")
+            .to_string()
+            .contains("https://svc.example:8443 (another origin)"));
+    }
+
+    #[test]
     fn retry_after_seconds_and_dates() {
         let mut headers = HeaderMap::new();
         headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
@@ -511,6 +674,7 @@ mod tests {
                 insecure: false,
                 request_timeout: Duration::from_secs(5),
                 retry: RetryPolicy::default(),
+                proxy: ProxySettings::default(),
             })
             .unwrap();
             assert_eq!(client.url("infra-envs").as_str(), expected);

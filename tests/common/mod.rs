@@ -9,6 +9,8 @@
 
 #![allow(dead_code)]
 
+pub mod tls;
+
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
