@@ -17,5 +17,6 @@ pub mod ledger;
 pub mod offline;
 pub mod records;
 pub mod redact;
+pub mod rootfs;
 pub mod stage;
 pub mod upload;

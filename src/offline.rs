@@ -178,10 +178,10 @@ pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manife
     );
     ctx.spill_dir.clone_from(&args.spill_dir);
     ctx.kubelet_healthz_url = Some(args.kubelet_healthz_url.clone());
-    let boot_id =
-        std::fs::read_to_string(ctx.host_path(Path::new("/proc/sys/kernel/random/boot_id")))
-            .map(|s| s.trim().to_owned())
-            .unwrap_or_default();
+    let boot_id = ctx
+        .read_host_file("/proc/sys/kernel/random/boot_id", 64, args.command_timeout)
+        .map(|s| String::from_utf8_lossy(&s).trim().to_owned())
+        .unwrap_or_default();
     let meta = BundleMeta {
         agent_version: env!("CARGO_PKG_VERSION").to_owned(),
         host_id: contract(config::files::HOST_ID).unwrap_or_default(),
