@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod api;
 pub mod bundle;
+pub mod bundle_reader;
 pub mod cleanup;
 pub mod cli;
 pub mod collect;

@@ -41,6 +41,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::bundle::escape_controls;
 use crate::redact::{Mode, Redactor, StreamRedactor};
 use spool::Spool;
 
@@ -530,7 +531,7 @@ impl Members<'_> {
     /// A collector-level remark for the manifest (why everything was
     /// skipped, or what was left out on purpose).
     pub fn note(&mut self, note: impl Into<String>) {
-        let note = note.into();
+        let note = escape_controls(&note.into()).into_owned();
         self.note = Some(match self.note.take() {
             Some(old) => format!("{old}; {note}"),
             None => note,
@@ -752,10 +753,10 @@ impl Members<'_> {
 
     fn record_skip(&mut self, path: &str, source: String, reason: String) {
         self.files.push(FileReport {
-            path: path.to_owned(),
-            source,
+            path: escape_controls(path).into_owned(),
+            source: escape_controls(&source).into_owned(),
             status: Status::Skipped,
-            reason: Some(reason),
+            reason: Some(escape_controls(&reason).into_owned()),
             archived: false,
             bytes: 0,
             truncated: false,
@@ -767,6 +768,9 @@ impl Members<'_> {
     }
 
     fn add(&mut self, path: &str, captured: Captured) -> io::Result<()> {
+        // Names built from host file names: the tar name and the manifest
+        // carry the same escaped form.
+        let path: &str = &escape_controls(path);
         let size = captured.content.len();
         let archive = match captured.status {
             Status::Ok | Status::Partial => true,
@@ -796,9 +800,9 @@ impl Members<'_> {
         }
         self.files.push(FileReport {
             path: path.to_owned(),
-            source: captured.source,
+            source: escape_controls(&captured.source).into_owned(),
             status: captured.status,
-            reason,
+            reason: reason.map(|r| escape_controls(&r).into_owned()),
             archived: archive,
             bytes: if archive { size } else { 0 },
             truncated: archive && captured.truncated,
