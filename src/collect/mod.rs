@@ -1291,11 +1291,24 @@ fn capture_file(ctx: &CollectContext, host: &str, source: String, limits: Comman
         }) => (skipped_bytes, None, error),
         Err(_) => (0, Some(timeout_reason), None),
     };
-    let intake = intake
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take()
-        .expect("only this function takes the intake");
+    // A timed-out reader may be in the middle of pushing a chunk: wait a
+    // moment for it, but never for as long as it likes.
+    let intake = if timed_out.is_some() {
+        take_within(&intake, PIPE_GRACE)
+    } else {
+        intake.lock().unwrap_or_else(PoisonError::into_inner).take()
+    };
+    let Some(intake) = intake else {
+        return Captured::without_data(
+            source,
+            Status::TimedOut,
+            format!(
+                "{}; nothing kept: the reader was still busy",
+                timed_out.unwrap_or_default()
+            ),
+            started,
+        );
+    };
     let (content, raw, redactions) = intake.finish();
     let (status, reason) = match (timed_out, read_error) {
         (Some(timeout_reason), _) => (Status::TimedOut, Some(timeout_reason)),
@@ -1319,6 +1332,21 @@ fn capture_file(ctx: &CollectContext, host: &str, source: String, limits: Comman
         redactions,
         stderr_head: String::new(),
         duration: started.elapsed(),
+    }
+}
+
+/// Takes what `intake` holds, waiting at most `grace` for its lock.
+fn take_within(intake: &Mutex<Option<Intake>>, grace: Duration) -> Option<Intake> {
+    let until = Instant::now() + grace;
+    loop {
+        match intake.try_lock() {
+            Ok(mut guard) => return guard.take(),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => return poisoned.into_inner().take(),
+            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
+                std::thread::sleep(POLL);
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
     }
 }
 
