@@ -251,10 +251,17 @@ mod tests {
     #[test]
     fn oversized_long_name_is_refused_before_it_is_read() {
         let mut tar = Vec::new();
-        tar.extend_from_slice(&header(b"././@LongLink", 1 << 40, tar::EntryType::GNULongName));
+        tar.extend_from_slice(&header(
+            b"././@LongLink",
+            1 << 40,
+            tar::EntryType::GNULongName,
+        ));
         tar.extend_from_slice(&[b'a'; 8192]);
         let err = names(&gzip(&tar), u64::MAX).unwrap_err();
-        assert!(matches!(err, BundleError::NameTooLong { bytes } if bytes == 1 << 40), "{err}");
+        assert!(
+            matches!(err, BundleError::NameTooLong { bytes } if bytes == 1 << 40),
+            "{err}"
+        );
     }
 
     #[test]
@@ -264,7 +271,10 @@ mod tests {
         tar.resize(512 + (64 << 20), 0);
         let data = gzip(&tar);
         let err = names(&data, 1 << 20).unwrap_err();
-        assert!(matches!(err, BundleError::TooBig { cap } if cap == 1 << 20), "{err}");
+        assert!(
+            matches!(err, BundleError::TooBig { cap } if cap == 1 << 20),
+            "{err}"
+        );
         assert!(err.to_string().contains("1048576 bytes uncompressed"));
     }
 }

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::bundle_reader;
 use crate::bundle::{write_bundle, BundleLimits, BundleMeta, Manifest, MANIFEST_NAME, TOP_DIR};
+use crate::bundle_reader;
 use crate::collect::{CollectContext, Status};
 use crate::config::{self, DEFAULT_KUBELET_HEALTHZ_URL};
 use crate::records::{Outcome, Summary};

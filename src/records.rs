@@ -414,9 +414,7 @@ pub fn service_from_entries(service: &str, file: &str, entries: &[Entry]) -> Ser
                     runs.push(new_run(None));
                 }
                 let run = runs.last_mut().expect("pushed above");
-                let open = open_steps
-                    .get_mut(&(kind, name.clone()))
-                    .and_then(Vec::pop);
+                let open = open_steps.get_mut(&(kind, name.clone())).and_then(Vec::pop);
                 let step = if let Some(i) = open {
                     &mut run.steps[i]
                 } else {

@@ -216,11 +216,7 @@ pub fn open(root: &Path, host: &Path) -> io::Result<Opened> {
         rustix::fs::openat(
             walk.parent(),
             name.as_os_str(),
-            OFlags::RDONLY
-                | OFlags::NOFOLLOW
-                | OFlags::NONBLOCK
-                | OFlags::NOCTTY
-                | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
             Mode::empty(),
         )?
     } else {
@@ -264,7 +260,12 @@ pub fn read_dir(root: &Path, host: &Path) -> io::Result<Vec<OsString>> {
 /// Reads at most `limit` bytes from the start of regular file `host`, on a
 /// thread of its own: a read stuck longer than `timeout` is abandoned (its
 /// thread left blocked in the kernel) with a `TimedOut` error.
-pub fn read_limited(root: &Path, host: &Path, limit: u64, timeout: Duration) -> io::Result<Vec<u8>> {
+pub fn read_limited(
+    root: &Path,
+    host: &Path,
+    limit: u64,
+    timeout: Duration,
+) -> io::Result<Vec<u8>> {
     let (root, host) = (root.to_path_buf(), host.to_path_buf());
     let (done, result) = mpsc::channel();
     std::thread::Builder::new()

@@ -1518,7 +1518,11 @@ fn fifos_at_collected_paths_are_skipped_not_waited_on() {
             collector["duration_ms"].as_u64().unwrap(),
             collector["time_limit_ms"].as_u64().unwrap(),
         );
-        assert!(took < limit, "{} took {took} ms of {limit}", collector["name"]);
+        assert!(
+            took < limit,
+            "{} took {took} ms of {limit}",
+            collector["name"]
+        );
     }
     // The rest of the network collector is there.
     assert!(member(&got.members, "network/resolv.conf").is_some());
@@ -1536,7 +1540,8 @@ fn records_of_80k_stage_ends_are_summarized_in_full() {
     copy_tree(&fixture_root(), &root);
     // 80,000 `stage end`s without their starts (a looping script), the last
     // one failed: the parse used to be quadratic in them (82 s).
-    let mut records = String::from("[{\"timestamp\":\"2025-02-03T10:00:00Z\",\"phase\":\"service start\"}\n");
+    let mut records =
+        String::from("[{\"timestamp\":\"2025-02-03T10:00:00Z\",\"phase\":\"service start\"}\n");
     for i in 0..80_000 {
         let _ = std::fmt::Write::write_fmt(
             &mut records,
@@ -1584,7 +1589,10 @@ fn records_of_80k_stage_ends_are_summarized_in_full() {
     );
     // The raw file is shipped whole.
     assert_eq!(
-        member(&got.members, "records/bootkube.json").unwrap().data.len(),
+        member(&got.members, "records/bootkube.json")
+            .unwrap()
+            .data
+            .len(),
         records.len()
     );
     eprintln!(

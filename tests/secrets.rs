@@ -555,7 +555,10 @@ async fn symlinked_directories_do_not_escape_the_root() {
     let state = admin_state(&base).await;
     let host = host_of(&state, HOST_ID);
     let info = host["progress_info"].as_str().unwrap_or_default();
-    assert!(!info.contains("7f3a"), "progress_info from outside the root: {info:?}");
+    assert!(
+        !info.contains("7f3a"),
+        "progress_info from outside the root: {info:?}"
+    );
     let bundle = bundle_of(host, "host_boot").unwrap_or_else(|| panic!("no bundle: {host}"));
     let members = open_bundle(Path::new(bundle["path"].as_str().unwrap()));
     assert!(member(&members, "manifest.json").is_some());

@@ -19,9 +19,9 @@ use uuid::Uuid;
 use crate::error::ApiError;
 use crate::model::BundleKey;
 use crate::store::{self, bundle_reader};
-use bundle_reader::{Member, Next};
 use crate::timeline::{self, Timeline};
 use crate::Shared;
+use bundle_reader::{Member, Next};
 
 /// Entries looked at per request; the agent writes a few hundred.
 const MAX_SCAN_ENTRIES: usize = 20_000;

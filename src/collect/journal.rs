@@ -115,7 +115,10 @@ fn storage_listing(ctx: &CollectContext) -> String {
         let mut files = 0u64;
         let mut bytes = 0u64;
         for machine in machines {
-            for file in ctx.list_files(&format!("{dir}/{machine}")).unwrap_or_default() {
+            for file in ctx
+                .list_files(&format!("{dir}/{machine}"))
+                .unwrap_or_default()
+            {
                 files += 1;
                 bytes += file.bytes;
             }

@@ -99,8 +99,8 @@ impl CollectContext {
     /// path that must not escape to the live system). A path that does not
     /// resolve is joined as written, `..` never climbing out.
     pub fn host_path(&self, host: &Path) -> PathBuf {
-        let resolved = crate::rootfs::resolve_path(&self.root, host)
-            .unwrap_or_else(|| normalize(host));
+        let resolved =
+            crate::rootfs::resolve_path(&self.root, host).unwrap_or_else(|| normalize(host));
         if self.is_live_root() {
             return resolved;
         }
@@ -1227,7 +1227,12 @@ enum FileEnd {
 /// their own so that a read stuck in the kernel (a hung network filesystem)
 /// cannot hold the collector past `limits.timeout`: the thread is then
 /// abandoned and what it read so far is kept.
-fn capture_file(ctx: &CollectContext, host: &str, source: String, limits: CommandLimits) -> Captured {
+fn capture_file(
+    ctx: &CollectContext,
+    host: &str,
+    source: String,
+    limits: CommandLimits,
+) -> Captured {
     let CommandLimits {
         budget,
         mode,
@@ -1341,7 +1346,9 @@ fn take_within(intake: &Mutex<Option<Intake>>, grace: Duration) -> Option<Intake
     loop {
         match intake.try_lock() {
             Ok(mut guard) => return guard.take(),
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => return poisoned.into_inner().take(),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                return poisoned.into_inner().take()
+            }
             Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
                 std::thread::sleep(POLL);
             }
@@ -1378,7 +1385,11 @@ fn read_host_file(
             skipped_bytes = offset;
             // The first line read is a fragment whose start (perhaps a
             // secret's key) is gone: drop it rather than guess.
-            if let Some(intake) = intake.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            if let Some(intake) = intake
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_mut()
+            {
                 intake.redactor.start_mid_line();
             }
         }
