@@ -166,6 +166,53 @@ mod tests {
         assert!(!inspect(&text).0);
     }
 
+    #[test]
+    fn bounded_reading_refuses_bombs_and_long_names() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        // 32 MiB of zeros: a few KiB on disk, refused past a 4 MiB cap.
+        let bomb = dir.path().join("bomb");
+        let mut enc = flate2::write::GzEncoder::new(
+            std::fs::File::create(&bomb).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut h = tar::Header::new_gnu();
+        h.set_path("host_boot/zeros").unwrap();
+        h.set_size(32 << 20);
+        h.set_mode(0o644);
+        h.set_cksum();
+        enc.write_all(h.as_bytes()).unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..33 {
+            enc.write_all(&zeros).unwrap();
+        }
+        enc.finish().unwrap();
+        assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20);
+        assert_eq!(
+            inspect_capped(&bomb, 4 << 20),
+            (false, vec!["host_boot/zeros".to_owned()])
+        );
+        assert!(inspect_capped(&bomb, 64 << 20).0);
+
+        // A GNU long name of 1 MiB is refused from its header.
+        let long = dir.path().join("long");
+        let mut enc = flate2::write::GzEncoder::new(
+            std::fs::File::create(&long).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+        h.set_size(1 << 20);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::GNULongName);
+        h.set_cksum();
+        enc.write_all(h.as_bytes()).unwrap();
+        enc.write_all(&vec![b'a'; 1 << 20]).unwrap();
+        enc.write_all(&[0; 1024]).unwrap();
+        enc.finish().unwrap();
+        assert_eq!(inspect(&long), (false, Vec::new()));
+    }
+
     #[tokio::test]
     async fn uncommitted_temp_is_removed() {
         let dir = tempfile::tempdir().unwrap();
