@@ -51,6 +51,38 @@ pub struct Entry {
     pub error_message: Option<String>,
 }
 
+/// Longest field of an entry kept, in bytes: stage names and error
+/// messages are short; a giant one must not blow up the summary (cut on a
+/// character boundary, marked with `…`).
+pub const MAX_FIELD_BYTES: usize = 4096;
+
+impl Entry {
+    fn shorten_fields(&mut self) {
+        for field in [
+            &mut self.timestamp,
+            &mut self.phase,
+            &mut self.stage,
+            &mut self.pre_command,
+            &mut self.post_command,
+            &mut self.result,
+            &mut self.error_line,
+            &mut self.error_message,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if field.len() > MAX_FIELD_BYTES {
+                let mut cut = MAX_FIELD_BYTES;
+                while !field.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                field.truncate(cut);
+                field.push('…');
+            }
+        }
+    }
+}
+
 /// How a step (a stage, a pre/post-command, or the service run) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -203,16 +235,21 @@ pub fn parse_entries(data: &[u8]) -> Parsed {
     let mut entries = std::collections::VecDeque::new();
     let mut skipped_non_objects = 0usize;
     let mut dropped = 0usize;
-    let mut push = |value: Value| match serde_json::from_value::<Entry>(value) {
-        Ok(entry) => {
+    let mut push = |value: Value| match value {
+        Value::Object(_) => serde_json::from_value::<Entry>(value).ok(),
+        _ => None,
+    }
+    .map_or_else(
+        || skipped_non_objects += 1,
+        |mut entry| {
+            entry.shorten_fields();
             if entries.len() == MAX_ENTRIES {
                 entries.pop_front();
                 dropped += 1;
             }
             entries.push_back(entry);
-        }
-        Err(_) => skipped_non_objects += 1,
-    };
+        },
+    );
     let problem = if data[text_start] == b'[' {
         parse_array(&data[text_start + 1..], text_start + 1, &mut push)
     } else {
@@ -293,6 +330,37 @@ fn parse_array(data: &[u8], base: usize, push: &mut impl FnMut(Value)) -> Option
             skip_ws(&mut at);
         }
         first = false;
+        if data.get(at) != Some(&b'{') {
+            // Not an entry: skipped without building it (millions of tiny
+            // non-objects must not cost an error message each).
+            let mut stream = serde_json::Deserializer::from_slice(&data[at..])
+                .into_iter::<serde::de::IgnoredAny>();
+            match stream.next() {
+                Some(Ok(_)) => {
+                    at += stream.byte_offset();
+                    push(Value::Null);
+                    continue;
+                }
+                Some(Err(err)) if err.is_eof() => {
+                    return Some(format!(
+                        "truncated JSON: an entry at byte {} is cut off",
+                        base + at
+                    ));
+                }
+                Some(Err(err)) => {
+                    return Some(format!(
+                        "invalid JSON in the entry at byte {}: {err}",
+                        base + at
+                    ));
+                }
+                None => {
+                    return Some(format!(
+                        "truncated JSON: the array ends at byte {} without `]`",
+                        base + at
+                    ));
+                }
+            }
+        }
         let mut stream = serde_json::Deserializer::from_slice(&data[at..]).into_iter::<Value>();
         match stream.next() {
             Some(Ok(value)) => {

@@ -251,7 +251,7 @@ pub fn read_dir(root: &Path, host: &Path) -> io::Result<Vec<OsString>> {
         if names.len() == MAX_DIR_ENTRIES {
             break;
         }
-        names.push(OsString::from(OsStr::from_bytes(&name).to_owned()));
+        names.push(OsStr::from_bytes(&name).to_owned());
     }
     names.sort();
     Ok(names)

@@ -751,6 +751,7 @@ impl Members<'_> {
         self.record_skip(path, source.to_owned(), reason.into());
     }
 
+    #[allow(clippy::needless_pass_by_value)] // callers hand over what they built
     fn record_skip(&mut self, path: &str, source: String, reason: String) {
         self.files.push(FileReport {
             path: escape_controls(path).into_owned(),
