@@ -53,7 +53,7 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
     giant.push_str("\",\"result\":\"failure\"}]");
     let mut stream = String::new();
     while stream.len() + 40 < limit {
-        let _ = write!(stream, "{{\"phase\":\"service start\"}}\n");
+        let _ = writeln!(stream, "{{\"phase\":\"service start\"}}");
     }
     vec![
         (
@@ -96,7 +96,7 @@ fn main() {
             summary.add_file("bootkube.json", &data);
             summary.finish();
             let json = serde_json::to_vec_pretty(&summary).expect("serializes");
-            best = best.min(thread_cpu() - started);
+            best = best.min(thread_cpu().saturating_sub(started));
             summary_bytes = json.len();
             entries = summary.services.first().map_or(0, |s| s.entries);
         }
