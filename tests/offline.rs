@@ -266,8 +266,8 @@ fn tools_exit_1_on_runtime_errors_and_2_on_usage_errors() {
 /// Gzips a tar stream written by `fill` into `path` (streaming: the
 /// uncompressed stream is never held in memory).
 fn write_tar_gz(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write)) {
-    let file = std::fs::File::create(path).unwrap();
-    let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+    let output = std::fs::File::create(path).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(output, flate2::Compression::fast());
     fill(&mut gz);
     gz.finish().unwrap();
 }
