@@ -235,21 +235,23 @@ pub fn parse_entries(data: &[u8]) -> Parsed {
     let mut entries = std::collections::VecDeque::new();
     let mut skipped_non_objects = 0usize;
     let mut dropped = 0usize;
-    let mut push = |value: Value| match value {
-        Value::Object(_) => serde_json::from_value::<Entry>(value).ok(),
-        _ => None,
-    }
-    .map_or_else(
-        || skipped_non_objects += 1,
-        |mut entry| {
-            entry.shorten_fields();
-            if entries.len() == MAX_ENTRIES {
-                entries.pop_front();
-                dropped += 1;
-            }
-            entries.push_back(entry);
-        },
-    );
+    let mut push = |value: Value| {
+        match value {
+            Value::Object(_) => serde_json::from_value::<Entry>(value).ok(),
+            _ => None,
+        }
+        .map_or_else(
+            || skipped_non_objects += 1,
+            |mut entry| {
+                entry.shorten_fields();
+                if entries.len() == MAX_ENTRIES {
+                    entries.pop_front();
+                    dropped += 1;
+                }
+                entries.push_back(entry);
+            },
+        )
+    };
     let problem = if data[text_start] == b'[' {
         parse_array(&data[text_start + 1..], text_start + 1, &mut push)
     } else {

@@ -66,7 +66,9 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "stage ends, one name",
-            array_of(|_| "{\"phase\":\"stage end\",\"stage\":\"same\",\"result\":\"failure\"}".into()),
+            array_of(|_| {
+                "{\"phase\":\"stage end\",\"stage\":\"same\",\"result\":\"failure\"}".into()
+            }),
         ),
         (
             "stage starts, never ended",
