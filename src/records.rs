@@ -236,21 +236,20 @@ pub fn parse_entries(data: &[u8]) -> Parsed {
     let mut skipped_non_objects = 0usize;
     let mut dropped = 0usize;
     let mut push = |value: Value| {
-        match value {
+        let entry = match value {
             Value::Object(_) => serde_json::from_value::<Entry>(value).ok(),
             _ => None,
+        };
+        let Some(mut entry) = entry else {
+            skipped_non_objects += 1;
+            return;
+        };
+        entry.shorten_fields();
+        if entries.len() == MAX_ENTRIES {
+            entries.pop_front();
+            dropped += 1;
         }
-        .map_or_else(
-            || skipped_non_objects += 1,
-            |mut entry| {
-                entry.shorten_fields();
-                if entries.len() == MAX_ENTRIES {
-                    entries.pop_front();
-                    dropped += 1;
-                }
-                entries.push_back(entry);
-            },
-        )
+        entries.push_back(entry);
     };
     let problem = if data[text_start] == b'[' {
         parse_array(&data[text_start + 1..], text_start + 1, &mut push)
