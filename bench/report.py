@@ -147,7 +147,8 @@ def markdown(r, quick, notes):
     summary_rows(r, w)
     w("")
     for section, fn in (("e2e", md_e2e), ("compress", md_compress), ("memory", md_memory), ("idle", md_idle),
-                        ("binary", md_binary), ("load", md_load), ("herd", md_herd)):
+                        ("binary", md_binary), ("load", md_load), ("herd", md_herd),
+                        ("records", md_records)):
         if section not in r:
             continue
         if "error" in r[section]:
@@ -583,3 +584,28 @@ if __name__ == "__main__":
     results = json.load(open(sys.argv[1]))
     quick = len(sys.argv) > 2 and sys.argv[2] == "--quick"
     sys.stdout.write(markdown(results, quick, results.get("notes", [])))
+
+
+def _size(n):
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def md_records(r, w):
+    w("## 8. Records summary: 16 MiB of any shape")
+    w("")
+    w("`bench/tools` `records-summary`: each record file is built in memory at the parse "
+      "limit (16 MiB, what the agent reads of one file) and summarized as the records "
+      "collector does (parse, timeline, digest, `records/summary.json` serialized). CPU is "
+      "the thread's own (`/proc/thread-self/schedstat`), best of 3. The goal: under a "
+      "second of CPU whatever the shape (issue 12; 80,000 `stage end`s took 82 s before "
+      "the parse became linear).")
+    w("")
+    w("| shape | input | entries kept | summary.json | CPU |")
+    w("|---|---|---|---|---|")
+    for row in r["records"]["rows"]:
+        w(f"| {row['shape']} | {_size(row['input_bytes'])} | {row['entries_kept']:,} | "
+          f"{_size(row['summary_bytes'])} | {row['cpu_ms']:.0f} ms |")
+    w("")

@@ -390,7 +390,7 @@ impl Reporter {
 
     async fn report_stage(&mut self, host: &Host, target: &'static str) {
         let current = host.current_stage().unwrap_or("none").to_owned();
-        let finding = self.bootstrap_finding();
+        let finding = self.bootstrap_finding().await;
         let request = HostProgress {
             current_stage: target,
             progress_info: finding.as_deref(),
@@ -435,7 +435,7 @@ impl Reporter {
             return;
         };
         let prefix = stage::fallback_progress_info(target, self.boot_number);
-        let info = match self.bootstrap_finding() {
+        let info = match self.bootstrap_finding().await {
             Some(finding) => format!("{prefix}; {finding}"),
             None => prefix.clone(),
         };
@@ -468,7 +468,7 @@ impl Reporter {
         let Some(owner) = &self.info_owner else {
             return;
         };
-        let digest = self.bootstrap_finding();
+        let digest = self.bootstrap_finding().await;
         let digest = digest.as_deref();
         if self.service_stage.as_deref() != Some(owner.stage.as_str()) {
             // The installer moved the host on; that stage's info is not ours.
@@ -501,9 +501,27 @@ impl Reporter {
 
     /// The worst finding in the bootstrap services' records, read from the
     /// host each time (a few KiB of JSON) so it reaches the UI even when the
-    /// service refuses bundles.
-    fn bootstrap_finding(&self) -> Option<String> {
-        records::summarize_host(&self.config.root).digest
+    /// service refuses bundles. File reads and parsing happen on a blocking
+    /// thread, bounded by the records collector's time limit: a stuck or
+    /// huge file delays the progress update by at most that, never the
+    /// runtime.
+    async fn bootstrap_finding(&self) -> Option<String> {
+        let limit = crate::collect::RECORDS_TIME_LIMIT;
+        let root = self.config.root.clone();
+        let summarize = tokio::task::spawn_blocking(move || records::summarize_host(&root, limit));
+        // The summary stops reading at `limit` itself; the margin covers
+        // the parse of what it read.
+        match tokio::time::timeout(limit + Duration::from_secs(5), summarize).await {
+            Ok(Ok(summary)) => summary.digest,
+            Ok(Err(err)) => {
+                tracing::warn!("summarizing the bootstrap records failed: {err}");
+                None
+            }
+            Err(_) => {
+                tracing::warn!("summarizing the bootstrap records took too long; left out");
+                None
+            }
+        }
     }
 
     /// `PUT .../progress` for this host, retried within this boot's deadline.

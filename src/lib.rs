@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod api;
 pub mod bundle;
+pub mod bundle_reader;
 pub mod cleanup;
 pub mod cli;
 pub mod collect;
@@ -18,5 +19,6 @@ pub mod offline;
 pub mod proxy;
 pub mod records;
 pub mod redact;
+pub mod rootfs;
 pub mod stage;
 pub mod upload;

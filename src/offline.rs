@@ -18,6 +18,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use crate::bundle::{write_bundle, BundleLimits, BundleMeta, Manifest, MANIFEST_NAME, TOP_DIR};
+use crate::bundle_reader;
 use crate::collect::{CollectContext, Status};
 use crate::config::{self, DEFAULT_KUBELET_HEALTHZ_URL};
 use crate::records::{Outcome, Summary};
@@ -73,6 +74,11 @@ pub struct InspectArgs {
     /// Print the manifest as JSON instead of the report.
     #[arg(long)]
     pub json: bool,
+
+    /// Refuse a bundle bigger than this once uncompressed (a gzip bomb is
+    /// inflated only this far), e.g. 4GiB.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
+    pub max_uncompressed: u64,
 }
 
 fn parse_duration(value: &str) -> Result<Duration, String> {
@@ -117,7 +123,7 @@ pub fn collect_command(args: &CollectArgs) -> ExitCode {
 pub fn inspect_command(args: &InspectArgs) -> ExitCode {
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    match inspect(&args.file, args.json, &mut out) {
+    match inspect(&args.file, args.json, args.max_uncompressed, &mut out) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             let _ = out.flush();
@@ -178,10 +184,10 @@ pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manife
     );
     ctx.spill_dir.clone_from(&args.spill_dir);
     ctx.kubelet_healthz_url = Some(args.kubelet_healthz_url.clone());
-    let boot_id =
-        std::fs::read_to_string(ctx.host_path(Path::new("/proc/sys/kernel/random/boot_id")))
-            .map(|s| s.trim().to_owned())
-            .unwrap_or_default();
+    let boot_id = ctx
+        .read_host_file("/proc/sys/kernel/random/boot_id", 64, args.command_timeout)
+        .map(|s| String::from_utf8_lossy(&s).trim().to_owned())
+        .unwrap_or_default();
     let meta = BundleMeta {
         agent_version: env!("CARGO_PKG_VERSION").to_owned(),
         host_id: contract(config::files::HOST_ID).unwrap_or_default(),
@@ -288,6 +294,8 @@ pub fn peak_rss_kib() -> Option<u64> {
 }
 
 /// What `inspect` reads from a bundle: the manifest and a few small members.
+/// Every string in them is [`printable`]: a bundle is untrusted input, and
+/// a control character in a name must not reach the terminal.
 #[derive(Debug, Default)]
 struct Opened {
     manifest: Option<Manifest>,
@@ -299,49 +307,105 @@ struct Opened {
 
 /// Small members read whole; anything bigger is only counted.
 const READ_LIMIT: u64 = 8 * 1024 * 1024;
+/// Members listed; the agent writes a few hundred.
+pub const MAX_MEMBERS: usize = 100_000;
 
-fn open_bundle(path: &Path) -> anyhow::Result<Opened> {
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(io::BufReader::new(file)));
+fn open_bundle(file: impl Read, path: &Path, max_uncompressed: u64) -> anyhow::Result<Opened> {
     let mut opened = Opened::default();
-    let entries = archive
-        .entries()
-        .with_context(|| format!("{} is not a tar.gz", path.display()))?;
     let prefix = format!("{TOP_DIR}/");
-    for entry in entries {
-        let mut entry = entry.with_context(|| format!("reading {}", path.display()))?;
-        let name = entry.path()?.to_string_lossy().into_owned();
-        let size = entry.size();
+    let mut wanted_members = Vec::new();
+    let read = bundle_reader::read_members(file, max_uncompressed, |member| {
+        if opened.members.len() == MAX_MEMBERS {
+            return Err(io::Error::other(format!(
+                "more than {MAX_MEMBERS} members: not a bundle of this agent"
+            )));
+        }
+        let name = printable(&member.name).into_owned();
         let inner = name.strip_prefix(&prefix).unwrap_or(&name).to_owned();
-        opened.members.push((inner.clone(), size));
+        opened.members.push((inner.clone(), member.size));
         let wanted = matches!(
             inner.as_str(),
             MANIFEST_NAME | "records/summary.json" | "systemd/failed-units.txt"
         );
-        if !wanted || size > READ_LIMIT {
-            continue;
+        if wanted && member.size <= READ_LIMIT && member.entry_type.is_file() {
+            let mut data = Vec::new();
+            member.data.take(READ_LIMIT).read_to_end(&mut data)?;
+            wanted_members.push((inner, data));
         }
-        let mut data = Vec::new();
-        entry
-            .read_to_end(&mut data)
-            .with_context(|| format!("reading member {name} of {}", path.display()))?;
+        Ok(bundle_reader::Next::Continue)
+    });
+    read.with_context(|| format!("reading {}", path.display()))?;
+    for (inner, data) in wanted_members {
         match inner.as_str() {
             MANIFEST_NAME => {
+                let value: serde_json::Value = serde_json::from_slice(&data)
+                    .with_context(|| format!("{TOP_DIR}/{inner} does not parse"))?;
                 opened.manifest = Some(
-                    serde_json::from_slice(&data)
-                        .with_context(|| format!("{name} does not parse"))?,
+                    serde_json::from_value(printable_json(value))
+                        .with_context(|| format!("{TOP_DIR}/{inner} does not parse"))?,
                 );
             }
-            "records/summary.json" => opened.summary = serde_json::from_slice(&data).ok(),
-            _ => opened.failed_units = Some(String::from_utf8_lossy(&data).into_owned()),
+            "records/summary.json" => {
+                opened.summary = serde_json::from_slice(&data)
+                    .ok()
+                    .and_then(|value| serde_json::from_value(printable_json(value)).ok());
+            }
+            _ => {
+                let text = String::from_utf8_lossy(&data);
+                let lines: Vec<String> = text.lines().map(|l| printable(l).into_owned()).collect();
+                opened.failed_units = Some(lines.join("\n"));
+            }
         }
     }
     Ok(opened)
 }
 
+/// `text` with every control character (C0, DEL, C1) and every bidirectional
+/// override written as an escape (`\x1b`, `\u{202e}`), so that a name or
+/// message taken from a host or a bundle prints as one inert line: no forged
+/// line, no terminal title, no reordered text. Borrowed when clean.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::bundle::escape_controls(text)
+}
+
+/// [`printable`] applied to every string (keys included) of a JSON value.
+fn printable_json(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(printable(&s).into_owned()),
+        Value::Array(items) => Value::Array(items.into_iter().map(printable_json).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (printable(&k).into_owned(), printable_json(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// Prints the report of one bundle.
-pub fn inspect(path: &Path, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
-    let opened = open_bundle(path)?;
+pub fn inspect(
+    path: &Path,
+    json: bool,
+    max_uncompressed: u64,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let compressed = file.metadata().map_or(0, |m| m.len());
+    inspect_from(file, path, compressed, json, max_uncompressed, out)
+}
+
+/// [`inspect`] on a bundle read from `file` (`path` names it in the report
+/// and in errors): the fuzz target's way in.
+pub fn inspect_from(
+    file: impl Read,
+    path: &Path,
+    compressed: u64,
+    json: bool,
+    max_uncompressed: u64,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let opened = open_bundle(file, path, max_uncompressed)?;
     let Some(manifest) = &opened.manifest else {
         anyhow::bail!(
             "{} has no {TOP_DIR}/{MANIFEST_NAME}: the bundle is incomplete ({} members read)",
@@ -354,7 +418,6 @@ pub fn inspect(path: &Path, json: bool, out: &mut dyn Write) -> anyhow::Result<(
         writeln!(out)?;
         return Ok(());
     }
-    let compressed = std::fs::metadata(path).map_or(0, |m| m.len());
     let text = render(path, compressed, manifest, &opened);
     out.write_all(text.as_bytes())
         .context("writing the report")?;

@@ -22,6 +22,12 @@ use serde_json::Value;
 /// Longest digest, in characters (the service's `progress_info` is short).
 pub const DIGEST_MAX_CHARS: usize = 200;
 
+/// Entries kept per record file: the newest ones, which hold the last run.
+/// A real file has tens to a few hundred (each restart adds about ten); the
+/// cap keeps the summary (and `records/summary.json`) bounded whatever a
+/// host wrote, while every entry is still parsed, in linear time.
+pub const MAX_ENTRIES: usize = 10_000;
+
 /// One entry of a service's record file, as written by
 /// `bootstrap-service-record.sh`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -43,6 +49,38 @@ pub struct Entry {
     pub error_line: Option<String>,
     #[serde(default)]
     pub error_message: Option<String>,
+}
+
+/// Longest field of an entry kept, in bytes: stage names and error
+/// messages are short; a giant one must not blow up the summary (cut on a
+/// character boundary, marked with `…`).
+pub const MAX_FIELD_BYTES: usize = 4096;
+
+impl Entry {
+    fn shorten_fields(&mut self) {
+        for field in [
+            &mut self.timestamp,
+            &mut self.phase,
+            &mut self.stage,
+            &mut self.pre_command,
+            &mut self.post_command,
+            &mut self.result,
+            &mut self.error_line,
+            &mut self.error_message,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if field.len() > MAX_FIELD_BYTES {
+                let mut cut = MAX_FIELD_BYTES;
+                while !field.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                field.truncate(cut);
+                field.push('…');
+            }
+        }
+    }
 }
 
 /// How a step (a stage, a pre/post-command, or the service run) ended.
@@ -69,7 +107,7 @@ impl Outcome {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StepKind {
     Stage,
@@ -194,11 +232,24 @@ pub fn parse_entries(data: &[u8]) -> Parsed {
             problem: Some("empty file".into()),
         };
     }
-    let mut entries = Vec::new();
+    let mut entries = std::collections::VecDeque::new();
     let mut skipped_non_objects = 0usize;
-    let mut push = |value: Value| match serde_json::from_value::<Entry>(value) {
-        Ok(entry) => entries.push(entry),
-        Err(_) => skipped_non_objects += 1,
+    let mut dropped = 0usize;
+    let mut push = |value: Value| {
+        let entry = match value {
+            Value::Object(_) => serde_json::from_value::<Entry>(value).ok(),
+            _ => None,
+        };
+        let Some(mut entry) = entry else {
+            skipped_non_objects += 1;
+            return;
+        };
+        entry.shorten_fields();
+        if entries.len() == MAX_ENTRIES {
+            entries.pop_front();
+            dropped += 1;
+        }
+        entries.push_back(entry);
     };
     let problem = if data[text_start] == b'[' {
         parse_array(&data[text_start + 1..], text_start + 1, &mut push)
@@ -219,6 +270,13 @@ pub fn parse_entries(data: &[u8]) -> Parsed {
         problem.or_else(|| Some("not a JSON array".into()))
     };
     let mut problem = problem;
+    if dropped > 0 {
+        let note = format!(
+            "{} entries: only the newest {MAX_ENTRIES} kept (entry cap)",
+            dropped + entries.len()
+        );
+        problem = Some(problem.map_or(note.clone(), |p| format!("{p}; {note}")));
+    }
     if skipped_non_objects > 0 {
         let note = format!("{skipped_non_objects} entries are not record objects");
         problem = Some(problem.map_or(note.clone(), |p| format!("{p}; {note}")));
@@ -231,7 +289,10 @@ pub fn parse_entries(data: &[u8]) -> Parsed {
             let _ = write!(p, "; salvaged {} complete entries", entries.len());
         }
     }
-    Parsed { entries, problem }
+    Parsed {
+        entries: entries.into(),
+        problem,
+    }
 }
 
 /// Reads `[ value, value, … ]` after the `[`; returns what broke it, if
@@ -270,6 +331,37 @@ fn parse_array(data: &[u8], base: usize, push: &mut impl FnMut(Value)) -> Option
             skip_ws(&mut at);
         }
         first = false;
+        if data.get(at) != Some(&b'{') {
+            // Not an entry: skipped without building it (millions of tiny
+            // non-objects must not cost an error message each).
+            let mut stream = serde_json::Deserializer::from_slice(&data[at..])
+                .into_iter::<serde::de::IgnoredAny>();
+            match stream.next() {
+                Some(Ok(_)) => {
+                    at += stream.byte_offset();
+                    push(Value::Null);
+                    continue;
+                }
+                Some(Err(err)) if err.is_eof() => {
+                    return Some(format!(
+                        "truncated JSON: an entry at byte {} is cut off",
+                        base + at
+                    ));
+                }
+                Some(Err(err)) => {
+                    return Some(format!(
+                        "invalid JSON in the entry at byte {}: {err}",
+                        base + at
+                    ));
+                }
+                None => {
+                    return Some(format!(
+                        "truncated JSON: the array ends at byte {} without `]`",
+                        base + at
+                    ));
+                }
+            }
+        }
         let mut stream = serde_json::Deserializer::from_slice(&data[at..]).into_iter::<Value>();
         match stream.next() {
             Some(Ok(value)) => {
@@ -320,6 +412,11 @@ fn outcome(result: Option<&str>) -> Outcome {
 /// Builds a service's runs from its entries.
 pub fn service_from_entries(service: &str, file: &str, entries: &[Entry]) -> Service {
     let mut runs: Vec<Run> = Vec::new();
+    // Steps of the last run still waiting for their end, by kind and name
+    // (indices into its `steps`, innermost last): an end finds its start
+    // in constant time, however many steps the run has.
+    let mut open_steps: std::collections::HashMap<(StepKind, String), Vec<usize>> =
+        std::collections::HashMap::new();
     let new_run = |start: Option<String>| Run {
         start,
         end: None,
@@ -340,10 +437,14 @@ pub fn service_from_entries(service: &str, file: &str, entries: &[Entry]) -> Ser
             (StepKind::Stage, entry.stage.clone().unwrap_or_default())
         };
         match phase {
-            "service start" => runs.push(new_run(ts)),
+            "service start" => {
+                open_steps.clear();
+                runs.push(new_run(ts));
+            }
             "service end" => {
                 if runs.last().is_none_or(|r| r.result != Outcome::Running) {
                     // An end without its start (the start was cut off).
+                    open_steps.clear();
                     runs.push(new_run(None));
                 }
                 let run = runs.last_mut().expect("pushed above");
@@ -355,11 +456,16 @@ pub fn service_from_entries(service: &str, file: &str, entries: &[Entry]) -> Ser
             }
             "stage start" | "pre-command start" | "post-command start" => {
                 if runs.last().is_none_or(|r| r.result != Outcome::Running) {
+                    open_steps.clear();
                     runs.push(new_run(None));
                 }
                 let run = runs.last_mut().expect("pushed above");
                 // A step starting while the previous one never ended: that
                 // one was abandoned (the script does not nest steps).
+                open_steps
+                    .entry((kind, name.clone()))
+                    .or_default()
+                    .push(run.steps.len());
                 run.steps.push(Step {
                     kind,
                     name,
@@ -373,12 +479,11 @@ pub fn service_from_entries(service: &str, file: &str, entries: &[Entry]) -> Ser
             }
             "stage end" | "pre-command end" | "post-command end" => {
                 if runs.last().is_none_or(|r| r.result != Outcome::Running) {
+                    open_steps.clear();
                     runs.push(new_run(None));
                 }
                 let run = runs.last_mut().expect("pushed above");
-                let open = run.steps.iter().rposition(|s| {
-                    s.result == Outcome::Running && s.kind == kind && s.name == name
-                });
+                let open = open_steps.get_mut(&(kind, name.clone())).and_then(Vec::pop);
                 let step = if let Some(i) = open {
                     &mut run.steps[i]
                 } else {
@@ -468,32 +573,40 @@ pub const PARSE_LIMIT: u64 = 16 * 1024 * 1024;
 /// Summarizes the records under a sysroot without building a bundle: the
 /// agent's `progress_info` must name a failure even when the service refuses
 /// the bundle. Done markers are left out (they only add timing).
-pub fn summarize_host(root: &std::path::Path) -> Summary {
-    use std::io::Read;
+///
+/// Files are read inside the root ([`crate::rootfs`]: FIFOs refused, every
+/// symlink resolved inside it) and the reading stops at `time_limit`; the
+/// files not read by then are named in the problems. Blocking: callers on
+/// the async runtime run it on a blocking thread.
+pub fn summarize_host(root: &std::path::Path, time_limit: std::time::Duration) -> Summary {
+    let deadline = std::time::Instant::now() + time_limit;
     let mut summary = Summary::default();
-    let dir = root.join(RECORDS_DIR.trim_start_matches('/'));
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let Ok(entries) = crate::rootfs::read_dir(root, std::path::Path::new(RECORDS_DIR)) else {
         summary.finish();
         return summary;
     };
     summary.records_dir_present = true;
-    let mut names: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| e.file_name().into_string().ok())
+    let names: Vec<String> = entries
+        .into_iter()
+        .filter_map(|name| name.into_string().ok())
         .filter(|name| {
             std::path::Path::new(name)
                 .extension()
                 .is_some_and(|ext| ext.eq_ignore_ascii_case("json"))
         })
         .collect();
-    names.sort();
-    for name in names {
-        let mut data = Vec::new();
-        let read = std::fs::File::open(dir.join(&name))
-            .and_then(|file| file.take(PARSE_LIMIT).read_to_end(&mut data));
-        match read {
-            Ok(_) => summary.add_file(&name, &data),
+    for (i, name) in names.iter().enumerate() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            summary.problems.push(format!(
+                "time limit reached: {} record file(s) not read",
+                names.len() - i
+            ));
+            break;
+        }
+        let host = format!("{RECORDS_DIR}/{name}");
+        match crate::rootfs::read_limited(root, std::path::Path::new(&host), PARSE_LIMIT, left) {
+            Ok(data) => summary.add_file(name, &data),
             Err(err) => summary.problems.push(format!("{name}: cannot read: {err}")),
         }
     }
@@ -900,7 +1013,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("bootkube.json.tmp"), "[{").unwrap();
-        let summary = summarize_host(root.path());
+        let summary = summarize_host(root.path(), std::time::Duration::from_secs(30));
         assert!(summary.records_dir_present);
         let digest = summary.digest.unwrap();
         assert!(
@@ -909,7 +1022,7 @@ mod tests {
         );
 
         let empty = tempfile::tempdir().unwrap();
-        let summary = summarize_host(empty.path());
+        let summary = summarize_host(empty.path(), std::time::Duration::from_secs(30));
         assert!(!summary.records_dir_present);
         assert_eq!(summary.digest, None);
     }

@@ -1570,3 +1570,198 @@ fn the_request_bound_is_what_the_matrix_says() {
     assert_eq!(request_bound(Duration::from_secs(4)), 5 * 12 + 3);
     assert_eq!(request_bound(Duration::ZERO), 15);
 }
+
+// ---------------------------------------------------------------------------
+// Hostile host files, through `collect` (the same collectors, no service)
+
+/// What one `collect -o` run left.
+struct Collected {
+    code: Option<i32>,
+    stderr: String,
+    members: Vec<Member>,
+    manifest: Value,
+}
+
+/// Runs `collect --root ROOT` with the fake tools; killed (and failed) if it
+/// is still running after `deadline`, which only a hang reaches.
+fn collect_from(root: &Path, command_timeout: &str, deadline: Duration) -> Collected {
+    let out_dir = tempfile::tempdir().unwrap();
+    let bundle = out_dir.path().join("host_boot.tar.gz");
+    let stderr_path = out_dir.path().join("stderr");
+    let path = std::env::join_paths([fake_bin(), "/usr/bin".into(), "/bin".into()]).unwrap();
+    let mut child = std::process::Command::new(agent_bin())
+        .arg("collect")
+        .arg("-o")
+        .arg(&bundle)
+        .arg("--root")
+        .arg(root)
+        .args(["--command-timeout", command_timeout])
+        .args(["--kubelet-healthz-url", "http://127.0.0.1:1/healthz"])
+        .env_clear()
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .expect("run collect");
+    let started = Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "collect still running after {deadline:?}: {}",
+                std::fs::read_to_string(&stderr_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    assert_eq!(code, Some(0), "collect failed: {stderr}");
+    let members = open_bundle(&bundle);
+    let manifest: Value = serde_json::from_slice(
+        &member(&members, "manifest.json")
+            .expect("manifest.json in the bundle")
+            .data,
+    )
+    .unwrap();
+    Collected {
+        code,
+        stderr,
+        members,
+        manifest,
+    }
+}
+
+fn file_report<'a>(manifest: &'a Value, path: &str) -> &'a Value {
+    manifest["collectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["files"].as_array().into_iter().flatten())
+        .find(|f| f["path"] == path)
+        .unwrap_or_else(|| panic!("no {path} in {manifest}"))
+}
+
+fn mkfifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
+}
+
+#[test]
+fn fifos_at_collected_paths_are_skipped_not_waited_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    copy_tree(&fixture_root(), &root);
+    // Nothing ever writes to these: an `open()` for reading would block
+    // forever, and so would `collect` (and a last boot's cleanup).
+    mkfifo(&root.join("etc/hostname"));
+    mkfifo(&root.join("var/log/openshift/stuck.json"));
+    mkfifo(&root.join("var/log/pods/ns_pod_uid/app/0.log"));
+    let got = collect_from(&root, "5s", Duration::from_secs(120));
+
+    let hostname = file_report(&got.manifest, "network/hostname");
+    assert_eq!(hostname["status"], "skipped", "{hostname}");
+    assert_eq!(hostname["archived"], false, "{hostname}");
+    let reason = hostname["reason"].as_str().unwrap();
+    assert!(reason.contains("/etc/hostname is a FIFO"), "{reason}");
+    assert!(member(&got.members, "network/hostname").is_none());
+    // The FIFO in the records and pods directories is not a record or a log.
+    assert!(member(&got.members, "records/stuck.json").is_none());
+    assert!(member(&got.members, "crio/pods/ns_pod_uid/app/0.log").is_none());
+    for collector in got.manifest["collectors"].as_array().unwrap() {
+        let (took, limit) = (
+            collector["duration_ms"].as_u64().unwrap(),
+            collector["time_limit_ms"].as_u64().unwrap(),
+        );
+        assert!(
+            took < limit,
+            "{} took {took} ms of {limit}",
+            collector["name"]
+        );
+    }
+    // The rest of the network collector is there.
+    assert!(member(&got.members, "network/resolv.conf").is_some());
+    eprintln!(
+        "FIFO at etc/hostname: collect exited {:?}; {reason}; {}",
+        got.code,
+        got.stderr.lines().last().unwrap_or_default()
+    );
+}
+
+#[test]
+fn records_of_80k_stage_ends_are_summarized_in_full() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    copy_tree(&fixture_root(), &root);
+    // 80,000 `stage end`s without their starts (a looping script), the last
+    // one failed: the parse used to be quadratic in them (82 s).
+    let mut records =
+        String::from("[{\"timestamp\":\"2025-02-03T10:00:00Z\",\"phase\":\"service start\"}\n");
+    for i in 0..80_000 {
+        let _ = std::fmt::Write::write_fmt(
+            &mut records,
+            format_args!(
+                ",{{\"phase\":\"stage end\",\"stage\":\"loop-{i}\",\"result\":\"success\"}}\n"
+            ),
+        );
+    }
+    records.push_str(",{\"timestamp\":\"2025-02-03T11:00:00Z\",\"phase\":\"stage end\",\"stage\":\"final\",\"result\":\"failure\",\"errorLine\":\"99 main\"}]");
+    std::fs::write(root.join("var/log/openshift/bootkube.json"), &records).unwrap();
+    let got = collect_from(&root, "120s", Duration::from_secs(300));
+
+    let records_collector = got.manifest["collectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "records")
+        .unwrap();
+    assert_eq!(
+        records_collector["digest"], "bootkube: stage final failed at 99 main",
+        "{records_collector}"
+    );
+    let summary: Value =
+        serde_json::from_slice(&member(&got.members, "records/summary.json").unwrap().data)
+            .unwrap();
+    let bootkube = summary["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["service"] == "bootkube")
+        .unwrap();
+    // The newest entries up to the documented cap; the cut is named.
+    assert_eq!(bootkube["entries"], 10_000);
+    // No `service end`: the run may still be going.
+    assert_eq!(bootkube["status"], "running");
+    assert_eq!(bootkube["failures"][0]["what"], "stage final");
+    let steps = bootkube["runs"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 10_000);
+    assert_eq!(steps[0]["name"], "loop-70001");
+    assert_eq!(steps[9_999]["name"], "final");
+    let problems = summary["problems"].to_string();
+    assert!(
+        problems.contains("bootkube.json: 80002 entries: only the newest 10000 kept (entry cap)"),
+        "{problems}"
+    );
+    // The raw file is shipped whole.
+    assert_eq!(
+        member(&got.members, "records/bootkube.json")
+            .unwrap()
+            .data
+            .len(),
+        records.len()
+    );
+    eprintln!(
+        "80k stage ends: records collector {} ms, {}",
+        records_collector["duration_ms"],
+        got.stderr.lines().last().unwrap_or_default()
+    );
+}

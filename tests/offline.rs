@@ -259,3 +259,234 @@ fn tools_exit_1_on_runtime_errors_and_2_on_usage_errors() {
         text(&out.stderr)
     );
 }
+
+// ---------------------------------------------------------------------------
+// Hostile bundles and host file names
+
+/// Gzips a tar stream written by `fill` into `path` (streaming: the
+/// uncompressed stream is never held in memory).
+fn write_tar_gz(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write)) {
+    let output = std::fs::File::create(path).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(output, flate2::Compression::fast());
+    fill(&mut gz);
+    gz.finish().unwrap();
+}
+
+fn raw_header(name: &str, size: u64, kind: tar::EntryType) -> tar::Header {
+    let mut h = tar::Header::new_gnu();
+    h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+    h.set_size(size);
+    h.set_mode(0o644);
+    h.set_entry_type(kind);
+    h.set_cksum();
+    h
+}
+
+/// `bytes` of `byte`, then the padding to the next 512-byte block.
+fn write_filler(out: &mut dyn std::io::Write, byte: u8, bytes: u64) {
+    let block = vec![byte; 1 << 16];
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(block.len() as u64);
+        out.write_all(&block[..usize::try_from(n).unwrap()])
+            .unwrap();
+        left -= n;
+    }
+    let pad = (512 - bytes % 512) % 512;
+    out.write_all(&vec![0; usize::try_from(pad).unwrap()])
+        .unwrap();
+}
+
+fn inspect_fails(bundle: &Path, extra: &[&str]) -> String {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["inspect".as_ref()];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    args.push(bundle.as_os_str());
+    let out = run(&args, &[], Path::new("/nonexistent"));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    text(&out.stderr)
+}
+
+#[test]
+fn inspect_refuses_oversized_names_and_gzip_bombs() {
+    let tmp = tempfile::tempdir().unwrap();
+
+    // A GNU long-name entry of 16 MiB (the attack used 1 GiB): refused from
+    // its header, before a byte of it is read.
+    let long_name = tmp.path().join("long-name.tar.gz");
+    write_tar_gz(&long_name, |out| {
+        let size = 16 << 20;
+        out.write_all(raw_header("././@LongLink", size, tar::EntryType::GNULongName).as_bytes())
+            .unwrap();
+        write_filler(out, b'a', size);
+        out.write_all(raw_header("x", 0, tar::EntryType::Regular).as_bytes())
+            .unwrap();
+        out.write_all(&[0; 1024]).unwrap();
+    });
+    assert!(std::fs::metadata(&long_name).unwrap().len() < 1 << 20);
+    let err = inspect_fails(&long_name, &[]);
+    assert!(
+        err.contains(
+            "refused: a member name of 16777216 bytes (names over 4096 bytes are not read)"
+        ),
+        "{err}"
+    );
+
+    // A pax header carrying a 1 MiB path.
+    let pax = tmp.path().join("pax.tar.gz");
+    write_tar_gz(&pax, |out| {
+        let size = 1 << 20;
+        out.write_all(raw_header("PaxHeader", size, tar::EntryType::XHeader).as_bytes())
+            .unwrap();
+        write_filler(out, b'7', size);
+        out.write_all(&[0; 1024]).unwrap();
+    });
+    let err = inspect_fails(&pax, &[]);
+    assert!(
+        err.contains("refused: a pax header of 1048576 bytes"),
+        "{err}"
+    );
+
+    // A gzip bomb: 64 MiB of zeros in a few KiB, against a cap of 8 MiB.
+    let bomb = tmp.path().join("bomb.tar.gz");
+    write_tar_gz(&bomb, |out| {
+        let size = 64 << 20;
+        out.write_all(raw_header("host_boot/zeros", size, tar::EntryType::Regular).as_bytes())
+            .unwrap();
+        write_filler(out, 0, size);
+        out.write_all(&[0; 1024]).unwrap();
+    });
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20);
+    let err = inspect_fails(&bomb, &["--max-uncompressed", "8MiB"]);
+    assert!(
+        err.contains("refused: more than 8388608 bytes uncompressed"),
+        "{err}"
+    );
+}
+
+/// A host file name can hold anything but `/` and NUL: newlines to forge
+/// report lines, escape sequences to retitle the terminal.
+const HOSTILE_NAME: &str = "0.log\nall services succeeded\x1b]0;pwned\x07\u{202e}";
+
+fn assert_inert(text: &str) {
+    assert!(
+        !text
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+        "raw control character in {text:?}"
+    );
+    assert!(
+        !text.lines().any(|l| l.trim() == "all services succeeded"),
+        "forged line in:\n{text}"
+    );
+}
+
+#[test]
+fn control_characters_in_host_file_names_are_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    copy_tree(&fixture_root(), &root);
+    let contract = root.join("etc/assisted-boot-reporter");
+    std::fs::create_dir_all(&contract).unwrap();
+    std::fs::write(contract.join("pull-secret"), "offline-token-5e4d3c2b1a\n").unwrap();
+    // A pod log named to forge a line, with a secret inside so that inspect
+    // lists it under its redactions.
+    let pod_dir = root.join("var/log/pods/ns_pod_uid/app\x1b[31m");
+    std::fs::create_dir_all(&pod_dir).unwrap();
+    std::fs::write(
+        pod_dir.join(HOSTILE_NAME),
+        "token offline-token-5e4d3c2b1a\n",
+    )
+    .unwrap();
+
+    let bundle = tmp.path().join("host_boot.tar.gz");
+    let out = run(
+        &[
+            "collect".as_ref(),
+            "-o".as_ref(),
+            bundle.as_os_str(),
+            "--root".as_ref(),
+            root.as_os_str(),
+            "--kubelet-healthz-url".as_ref(),
+            "http://127.0.0.1:1/healthz".as_ref(),
+        ],
+        &[],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_inert(&text(&out.stderr));
+    let members = common::open_bundle(&bundle);
+    for m in &members {
+        assert_inert(&m.name);
+    }
+    let escaped =
+        r"crio/pods/ns_pod_uid/app\x1b[31m/0.log\x0aall services succeeded\x1b]0;pwned\x07\u{202e}";
+    let pod_log = common::member(&members, escaped)
+        .unwrap_or_else(|| panic!("no {escaped} in {:?}", common::member_names(&members)));
+    assert_eq!(pod_log.data, b"token [REDACTED]\n");
+    let manifest = common::member(&members, "manifest.json").unwrap();
+    assert!(
+        String::from_utf8_lossy(&manifest.data).contains(&escaped.replace('\\', "\\\\")),
+        "the manifest names the member as the tar does"
+    );
+
+    let report = inspect(&bundle);
+    assert_inert(&report);
+    assert!(report.contains(escaped), "{report}");
+}
+
+#[test]
+fn inspect_escapes_control_characters_a_bundle_carries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let forged = "x\n== all services succeeded\nall services succeeded\x1b]0;pwned\x07";
+    // A real manifest (collected from an empty root), then forged.
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let real = tmp.path().join("real.tar.gz");
+    let out = run(
+        &[
+            "collect".as_ref(),
+            "-o".as_ref(),
+            real.as_os_str(),
+            "--root".as_ref(),
+            root.as_os_str(),
+        ],
+        &[],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let members = common::open_bundle(&real);
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&common::member(&members, "manifest.json").unwrap().data).unwrap();
+    manifest["meta"]["host_id"] = "h\rforged\x1b[2J".into();
+    manifest["records_digest"] = forged.into();
+    let collector = &mut manifest["collectors"][0];
+    collector["reason"] = forged.into();
+    collector["files"][0]["path"] = forged.into();
+    collector["files"][0]["status"] = "failed".into();
+    collector["files"][0]["reason"] = forged.into();
+    let bundle = tmp.path().join("forged.tar.gz");
+    write_tar_gz(&bundle, |out| {
+        let mut builder = tar::Builder::new(out);
+        let data = serde_json::to_vec(&manifest).unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        builder
+            .append_data(&mut h, "host_boot/manifest.json", data.as_slice())
+            .unwrap();
+        builder.finish().unwrap();
+    });
+    let out = run(
+        &["inspect".as_ref(), bundle.as_os_str()],
+        &[],
+        Path::new("/nonexistent"),
+    );
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}{report}", text(&out.stderr));
+    assert_inert(&report);
+    assert!(
+        report
+            .contains(r"x\x0a== all services succeeded\x0aall services succeeded\x1b]0;pwned\x07"),
+        "{report}"
+    );
+}

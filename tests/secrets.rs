@@ -519,3 +519,84 @@ async fn token_from_the_environment_is_not_passed_on_to_commands() {
     );
     sc.final_checks(Some(&base)).await;
 }
+
+/// Replaces `link` (a directory of the fixture root) by a symlink to
+/// `target`, a directory outside the root.
+fn swap_for_link(link: &Path, target: &Path) {
+    std::fs::remove_dir_all(link).unwrap();
+    std::os::unix::fs::symlink(target, link).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symlinked_directories_do_not_escape_the_root() {
+    let sc = Scenario::new("root-escape");
+    // What lies outside the root: its content must reach neither a bundle
+    // nor `progress_info`, although the root links to it.
+    let outside = sc.tmp.path().join("outside");
+    let outside_etc = outside.join("etc");
+    let outside_records = outside.join("openshift");
+    std::fs::create_dir_all(&outside_etc).unwrap();
+    std::fs::create_dir_all(&outside_records).unwrap();
+    std::fs::write(outside_etc.join("hostname"), "escaped-hostname-7f3a\n").unwrap();
+    std::fs::write(
+        outside_etc.join("resolv.conf"),
+        "nameserver 203.0.113.9 # escaped-resolv-7f3a\n",
+    )
+    .unwrap();
+    std::fs::write(
+        outside_records.join("bootkube.json"),
+        r#"[{"phase":"service start"},{"phase":"stage start","stage":"escaped-stage-7f3a"},
+{"phase":"stage end","stage":"escaped-stage-7f3a","result":"failure","errorLine":"1 escaped-7f3a"}]"#,
+    )
+    .unwrap();
+    // An absolute link, and a relative one climbing out of the root.
+    swap_for_link(&sc.root.join("etc"), &outside_etc);
+    let climb = format!(
+        "{}{}",
+        "../".repeat(sc.root.join("var/log").components().count()),
+        outside_records.display()
+    );
+    swap_for_link(&sc.root.join("var/log/openshift"), Path::new(&climb));
+    assert!(
+        std::fs::read_to_string(sc.root.join("var/log/openshift/bootkube.json"))
+            .unwrap()
+            .contains("escaped-stage-7f3a"),
+        "the links do lead outside the root for a plain reader"
+    );
+
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    let run = sc.run_agent("root escape", &trace_opts("3s", None)).await;
+    run.assert_code(0);
+
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    let info = host["progress_info"].as_str().unwrap_or_default();
+    assert!(
+        !info.contains("7f3a"),
+        "progress_info from outside the root: {info:?}"
+    );
+    let bundle = bundle_of(host, "host_boot").unwrap_or_else(|| panic!("no bundle: {host}"));
+    let members = open_bundle(Path::new(bundle["path"].as_str().unwrap()));
+    assert!(member(&members, "manifest.json").is_some());
+    for m in &members {
+        assert!(
+            !contains(&m.data, b"7f3a") && !m.name.contains("7f3a"),
+            "{} holds content from outside the root",
+            m.name
+        );
+    }
+    // Inside the root those paths lead nowhere: skipped, not read outside.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&member(&members, "manifest.json").unwrap().data).unwrap();
+    let hostname = manifest["collectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["files"].as_array().into_iter().flatten())
+        .find(|f| f["path"] == "network/hostname")
+        .unwrap();
+    assert_eq!(hostname["status"], "skipped", "{hostname}");
+    assert!(!run.stderr_text().contains("7f3a"));
+}

@@ -18,8 +18,10 @@ use uuid::Uuid;
 
 use crate::error::ApiError;
 use crate::model::BundleKey;
+use crate::store::{self, bundle_reader};
 use crate::timeline::{self, Timeline};
 use crate::Shared;
+use bundle_reader::{Member, Next};
 
 /// Entries looked at per request; the agent writes a few hundred.
 const MAX_SCAN_ENTRIES: usize = 20_000;
@@ -79,20 +81,18 @@ fn stored_path(st: &Shared, Path((c, h, t)): KeyPath) -> Result<PathBuf, ApiErro
 /// re-upload renamed in meanwhile does not mix two bundles.
 async fn with_archive<T: Send + 'static>(
     path: PathBuf,
-    read: impl FnOnce(&mut tar::Archive<flate2::read::GzDecoder<std::fs::File>>) -> Result<T, ApiError>
-        + Send
-        + 'static,
+    read: impl FnOnce(std::fs::File) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(move || {
         let file = std::fs::File::open(&path)
             .map_err(|e| ApiError::not_found(format!("bundle file unavailable: {e}")))?;
-        read(&mut tar::Archive::new(flate2::read::GzDecoder::new(file)))
+        read(file)
     })
     .await
     .map_err(|e| ApiError::internal(format!("reading the bundle failed: {e}")))?
 }
 
-fn unreadable(e: &std::io::Error) -> ApiError {
+fn unreadable(e: &dyn std::fmt::Display) -> ApiError {
     ApiError::Error(
         axum::http::StatusCode::UNPROCESSABLE_ENTITY,
         format!("not a readable gzip tar: {e}"),
@@ -100,28 +100,39 @@ fn unreadable(e: &std::io::Error) -> ApiError {
 }
 
 /// Visits entries until `visit` returns false or the scan limit is reached.
-fn scan<R: Read>(
-    archive: &mut tar::Archive<R>,
-    mut visit: impl FnMut(&str, &mut tar::Entry<'_, R>) -> Result<bool, ApiError>,
+/// The archive is read through the agent's bounded reader: at most
+/// [`store::MAX_UNCOMPRESSED_BYTES`] inflated, names over 4 KiB refused.
+fn scan(
+    file: std::fs::File,
+    mut visit: impl FnMut(&str, &mut Member<'_>) -> Result<bool, ApiError>,
 ) -> Result<(), ApiError> {
-    let entries = archive.entries().map_err(|e| unreadable(&e))?;
-    for entry in entries.take(MAX_SCAN_ENTRIES) {
-        let mut entry = entry.map_err(|e| unreadable(&e))?;
-        let path = entry
-            .path()
-            .map_err(|e| unreadable(&e))?
-            .to_string_lossy()
-            .into_owned();
-        if !visit(&path, &mut entry)? {
-            break;
+    let mut failure = None;
+    let mut scanned = 0;
+    let read = bundle_reader::read_members(file, store::MAX_UNCOMPRESSED_BYTES, |mut member| {
+        scanned += 1;
+        if scanned > MAX_SCAN_ENTRIES {
+            return Ok(Next::Stop);
         }
+        let name = member.name.clone();
+        match visit(&name, &mut member) {
+            Ok(true) => Ok(Next::Continue),
+            Ok(false) => Ok(Next::Stop),
+            Err(err) => {
+                failure = Some(err);
+                Err(std::io::Error::other("stopped by the visitor"))
+            }
+        }
+    });
+    if let Some(err) = failure {
+        return Err(err);
     }
-    Ok(())
+    read.map_err(|e| unreadable(&e))
 }
 
-fn read_capped<R: Read>(entry: &mut R, cap: u64) -> Result<Vec<u8>, ApiError> {
+fn read_capped(entry: &mut Member<'_>, cap: u64) -> Result<Vec<u8>, ApiError> {
     let mut buf = Vec::new();
     entry
+        .data
         .take(cap)
         .read_to_end(&mut buf)
         .map_err(|e| unreadable(&e))?;
@@ -148,10 +159,10 @@ async fn members(State(st): State<Shared>, key: KeyPath) -> Result<Json<Members>
     with_archive(path, |archive| {
         let mut members = Vec::new();
         scan(archive, |path, entry| {
-            let t = entry.header().entry_type();
+            let t = entry.entry_type;
             members.push(MemberInfo {
                 path: path.to_owned(),
-                size: entry.size(),
+                size: entry.size,
                 kind: if t.is_dir() {
                     "dir"
                 } else if t.is_file() {
@@ -198,10 +209,10 @@ async fn member(
     with_archive(path, move |archive| {
         let mut found = None;
         scan(archive, |name, entry| {
-            if name != q.path || !entry.header().entry_type().is_file() {
+            if name != q.path || !entry.entry_type.is_file() {
                 return Ok(true);
             }
-            let size = entry.size();
+            let size = entry.size;
             let bytes = read_capped(entry, MAX_TEXT_BYTES)?;
             let text = String::from_utf8(bytes);
             let binary = text.as_ref().map_or(true, |t| t.contains('\0'));
@@ -264,14 +275,14 @@ fn record_service(path: &str) -> Option<&str> {
 
 /// From `records/summary.json` when the agent wrote one, else from the raw
 /// records files.
-pub fn timeline_from_archive<R: Read>(archive: &mut tar::Archive<R>) -> Result<Timeline, ApiError> {
+pub fn timeline_from_archive(archive: std::fs::File) -> Result<Timeline, ApiError> {
     let mut services = Vec::new();
     let mut summary = None;
     scan(archive, |name, entry| {
         let Some(service) = record_service(name) else {
             return Ok(true);
         };
-        if !entry.header().entry_type().is_file() {
+        if !entry.entry_type.is_file() {
             return Ok(true);
         }
         let bytes = read_capped(entry, MAX_JSON_BYTES)?;

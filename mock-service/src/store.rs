@@ -2,7 +2,6 @@
 //! visible (temp file, then rename, so a reader or a failed upload never sees
 //! a half-written bundle), and what we learn about its contents.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -16,6 +15,18 @@ pub const MAX_UPLOAD_BYTES: u64 = 262_144_000;
 
 /// Member names kept per bundle; a runaway archive should not bloat the state.
 const MAX_MEMBERS: usize = 10_000;
+
+/// Most bytes an uploaded bundle may inflate to before it is refused
+/// (`valid: false`) and reading stops: four times the upload limit, far
+/// above any agent bundle (200 MiB of content at most), far below what a
+/// gzip bomb would cost.
+pub const MAX_UNCOMPRESSED_BYTES: u64 = 1 << 30;
+
+/// The agent's bounded tar.gz reader, compiled here from its source so the
+/// mock reads bundles exactly as `inspect` does without depending on the
+/// agent crate.
+#[path = "../../src/bundle_reader.rs"]
+pub(crate) mod bundle_reader;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BundleMeta {
@@ -138,37 +149,32 @@ pub fn write_tar(out: &Path, members: &[(String, TarMember)]) -> std::io::Result
     Ok(())
 }
 
-/// Lists the members of a gzip tar; `(false, names read so far)` if it is not one.
+/// Lists the members of a gzip tar; `(false, names read so far)` if it is
+/// not one, or if it is refused by the bounded reader (over
+/// [`MAX_UNCOMPRESSED_BYTES`] inflated, a name over 4 KiB).
 pub fn inspect(path: &Path) -> (bool, Vec<String>) {
+    inspect_capped(path, MAX_UNCOMPRESSED_BYTES)
+}
+
+fn inspect_capped(path: &Path, max_uncompressed: u64) -> (bool, Vec<String>) {
     let Ok(file) = std::fs::File::open(path) else {
         return (false, Vec::new());
     };
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
     let mut members = Vec::new();
-    let Ok(entries) = archive.entries() else {
-        return (false, members);
-    };
-    for entry in entries {
-        let Ok(mut entry) = entry else {
-            return (false, members);
-        };
+    let read = bundle_reader::read_members(file, max_uncompressed, |member| {
         if members.len() < MAX_MEMBERS {
-            match entry.path() {
-                Ok(p) => members.push(p.to_string_lossy().into_owned()),
-                Err(_) => return (false, members),
-            }
+            members.push(member.name);
         }
         // Reading each member through checks the data is complete, not just
         // the headers: a truncated archive must count as invalid.
-        if std::io::copy(&mut entry, &mut std::io::sink()).is_err() {
-            return (false, members);
-        }
+        std::io::copy(member.data, &mut std::io::sink())?;
+        Ok(bundle_reader::Next::Continue)
+    });
+    if let Err(err) = read {
+        tracing::info!("upload {} is not a valid bundle: {err}", path.display());
+        return (false, members);
     }
-    // `entries` stops at the end-of-archive marker; trailing garbage in the
-    // gzip stream would still be an error worth knowing about.
-    let mut rest = Vec::new();
-    let ok = archive.into_inner().read_to_end(&mut rest).is_ok();
-    (ok, members)
+    (true, members)
 }
 
 #[cfg(test)]
@@ -204,6 +210,53 @@ mod tests {
         let text = dir.path().join("text");
         std::fs::write(&text, b"not an archive").unwrap();
         assert!(!inspect(&text).0);
+    }
+
+    #[test]
+    fn bounded_reading_refuses_bombs_and_long_names() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        // 32 MiB of zeros: a few KiB on disk, refused past a 4 MiB cap.
+        let bomb = dir.path().join("bomb");
+        let mut enc = flate2::write::GzEncoder::new(
+            std::fs::File::create(&bomb).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut h = tar::Header::new_gnu();
+        h.set_path("host_boot/zeros").unwrap();
+        h.set_size(32 << 20);
+        h.set_mode(0o644);
+        h.set_cksum();
+        enc.write_all(h.as_bytes()).unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..33 {
+            enc.write_all(&zeros).unwrap();
+        }
+        enc.finish().unwrap();
+        assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20);
+        assert_eq!(
+            inspect_capped(&bomb, 4 << 20),
+            (false, vec!["host_boot/zeros".to_owned()])
+        );
+        assert!(inspect_capped(&bomb, 64 << 20).0);
+
+        // A GNU long name of 1 MiB is refused from its header.
+        let long = dir.path().join("long");
+        let mut enc = flate2::write::GzEncoder::new(
+            std::fs::File::create(&long).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+        h.set_size(1 << 20);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::GNULongName);
+        h.set_cksum();
+        enc.write_all(h.as_bytes()).unwrap();
+        enc.write_all(&vec![b'a'; 1 << 20]).unwrap();
+        enc.write_all(&[0; 1024]).unwrap();
+        enc.finish().unwrap();
+        assert_eq!(inspect(&long), (false, Vec::new()));
     }
 
     #[tokio::test]

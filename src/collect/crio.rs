@@ -40,7 +40,7 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.command("crio/crictl-info.txt", "crictl", ["info"])?;
     let config = Opts::max_bytes(CONFIG_MAX_BYTES);
     for (host, path) in CONFIG_FILES {
-        if m.ctx().host_path(Path::new(host)).exists() {
+        if crate::rootfs::metadata(&m.ctx().root, Path::new(host)).is_ok() {
             m.file_with(path, host, config)?;
         }
     }
@@ -57,25 +57,16 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
 /// `/var/log/pods/<namespace>_<pod>_<uid>/<container>/<n>.log`, newest
 /// first, until the pod logs' own cap is spent.
 fn pod_logs(m: &mut Members<'_>) -> io::Result<()> {
-    let root = m.ctx().host_path(Path::new(PODS_DIR));
-    let Ok(pods) = std::fs::read_dir(&root) else {
+    let Ok(pods) = m.ctx().list_dirs(PODS_DIR) else {
         m.skip("crio/pods", PODS_DIR, format!("no {PODS_DIR}"));
         return Ok(());
     };
     let mut logs: Vec<(String, HostFile)> = Vec::new();
-    for pod in pods.flatten() {
-        if !pod.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let pod_name = pod.file_name().to_string_lossy().into_owned();
-        let Ok(containers) = std::fs::read_dir(pod.path()) else {
+    for pod_name in pods {
+        let Ok(containers) = m.ctx().list_dirs(&format!("{PODS_DIR}/{pod_name}")) else {
             continue;
         };
-        for container in containers.flatten() {
-            if !container.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            let container_name = container.file_name().to_string_lossy().into_owned();
+        for container_name in containers {
             let dir = format!("{PODS_DIR}/{pod_name}/{container_name}");
             for file in m.ctx().list_files(&dir).unwrap_or_default() {
                 logs.push((

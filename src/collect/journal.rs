@@ -108,24 +108,19 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
 fn storage_listing(ctx: &CollectContext) -> String {
     let mut out = String::new();
     for dir in JOURNAL_DIRS {
-        let real = ctx.host_path(std::path::Path::new(dir));
-        let Ok(machines) = std::fs::read_dir(&real) else {
+        let Ok(machines) = ctx.list_dirs(dir) else {
             let _ = writeln!(out, "{dir}: absent");
             continue;
         };
         let mut files = 0u64;
         let mut bytes = 0u64;
-        for machine in machines.flatten() {
-            let Ok(entries) = std::fs::read_dir(machine.path()) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                if let Ok(meta) = entry.metadata() {
-                    if meta.is_file() {
-                        files += 1;
-                        bytes += meta.len();
-                    }
-                }
+        for machine in machines {
+            for file in ctx
+                .list_files(&format!("{dir}/{machine}"))
+                .unwrap_or_default()
+            {
+                files += 1;
+                bytes += file.bytes;
             }
         }
         let _ = writeln!(out, "{dir}: {files} files, {bytes} bytes");

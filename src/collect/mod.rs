@@ -32,7 +32,6 @@ pub mod systemd;
 
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
-use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -42,6 +41,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::bundle::escape_controls;
 use crate::redact::{Mode, Redactor, StreamRedactor};
 use spool::Spool;
 
@@ -93,51 +93,63 @@ impl CollectContext {
         self.spill_dir.clone().unwrap_or_else(std::env::temp_dir)
     }
 
-    /// Where an absolute host path lives under `root`, following symlinks in
-    /// the last component inside `root` (a sysroot's `/etc/resolv.conf` usually
-    /// points at an absolute `/run/...` path that must not escape to the live
-    /// system).
+    /// Where an absolute host path lives under `root`, for display: every
+    /// symlink on the way resolved inside `root` ([`crate::rootfs`]; a
+    /// sysroot's `/etc/resolv.conf` usually points at an absolute `/run/...`
+    /// path that must not escape to the live system). A path that does not
+    /// resolve is joined as written, `..` never climbing out.
     pub fn host_path(&self, host: &Path) -> PathBuf {
-        const MAX_LINKS: usize = 16;
-        let mut host = normalize(host);
+        let resolved =
+            crate::rootfs::resolve_path(&self.root, host).unwrap_or_else(|| normalize(host));
         if self.is_live_root() {
-            return host;
+            return resolved;
         }
-        for _ in 0..MAX_LINKS {
-            let joined = join_root(&self.root, &host);
-            match std::fs::read_link(&joined) {
-                Ok(target) => {
-                    let parent = host.parent().unwrap_or_else(|| Path::new("/"));
-                    host = normalize(&parent.join(target));
-                }
-                Err(_) => return joined,
-            }
-        }
-        join_root(&self.root, &host)
+        join_root(&self.root, &resolved)
     }
 
-    /// The regular files (and symlinks to them) directly in host directory
-    /// `dir`, sorted by name.
+    /// The regular files (and symlinks to them inside the root) directly in
+    /// host directory `dir`, sorted by name.
     pub fn list_files(&self, dir: &str) -> io::Result<Vec<HostFile>> {
-        let real = self.host_path(Path::new(dir));
         let mut files = Vec::new();
-        for entry in std::fs::read_dir(real)?.flatten() {
-            let Ok(meta) = std::fs::metadata(entry.path()) else {
+        for name in crate::rootfs::read_dir(&self.root, Path::new(dir))? {
+            let name = name.to_string_lossy().into_owned();
+            let host = format!("{}/{name}", dir.trim_end_matches('/'));
+            let Ok(meta) = crate::rootfs::metadata(&self.root, Path::new(&host)) else {
                 continue;
             };
-            if !meta.is_file() {
+            if !meta.metadata.is_file() {
                 continue;
             }
-            let name = entry.file_name().to_string_lossy().into_owned();
             files.push(HostFile {
-                host: format!("{}/{name}", dir.trim_end_matches('/')),
+                host,
                 name,
-                bytes: meta.len(),
-                mtime: meta.modified().ok(),
+                bytes: meta.metadata.len(),
+                mtime: meta.metadata.modified().ok(),
             });
         }
-        files.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(files)
+    }
+
+    /// The subdirectories (and symlinks to directories inside the root) of
+    /// host directory `dir`, sorted by name.
+    pub fn list_dirs(&self, dir: &str) -> io::Result<Vec<String>> {
+        let mut dirs = Vec::new();
+        for name in crate::rootfs::read_dir(&self.root, Path::new(dir))? {
+            let name = name.to_string_lossy().into_owned();
+            let host = format!("{}/{name}", dir.trim_end_matches('/'));
+            if crate::rootfs::metadata(&self.root, Path::new(&host))
+                .is_ok_and(|meta| meta.metadata.is_dir())
+            {
+                dirs.push(name);
+            }
+        }
+        Ok(dirs)
+    }
+
+    /// Reads at most `limit` bytes of host file `host` inside the root,
+    /// giving up after `timeout` ([`crate::rootfs::read_limited`]).
+    pub fn read_host_file(&self, host: &str, limit: u64, timeout: Duration) -> io::Result<Vec<u8>> {
+        crate::rootfs::read_limited(&self.root, Path::new(host), limit, timeout)
     }
 }
 
@@ -296,6 +308,10 @@ pub struct Collector {
 
 const MIB: u64 = 1024 * 1024;
 
+/// The records collector's time limit, which also bounds the agent's own
+/// records summary for `progress_info`.
+pub const RECORDS_TIME_LIMIT: Duration = Duration::from_secs(30);
+
 /// Every collector, in bundle order: the small precious ones first and the
 /// big journals last, so the bundle size cap can only ever cut the journals;
 /// each but the journal has a cap of its own so that, say, a pod log storm
@@ -305,7 +321,7 @@ pub const COLLECTORS: &[Collector] = &[
         name: "records",
         collect: records::collect,
         max_bytes: 16 * MIB,
-        time_limit: Duration::from_secs(30),
+        time_limit: RECORDS_TIME_LIMIT,
     },
     Collector {
         name: "network",
@@ -515,7 +531,7 @@ impl Members<'_> {
     /// A collector-level remark for the manifest (why everything was
     /// skipped, or what was left out on purpose).
     pub fn note(&mut self, note: impl Into<String>) {
-        let note = note.into();
+        let note = escape_controls(&note.into()).into_owned();
         self.note = Some(match self.note.take() {
             Some(old) => format!("{old}; {note}"),
             None => note,
@@ -668,12 +684,31 @@ impl Members<'_> {
             self.record_skip(path, source, budget.reason.to_owned());
             return Ok(());
         }
-        if self.time_left().is_zero() {
+        let left = self.time_left();
+        if left.is_zero() {
             let reason = self.time_limit_reason();
             self.record_skip(path, source, reason);
             return Ok(());
         }
-        let captured = capture_file(self.ctx, host, &real, source, budget, opts.mode);
+        // A read stuck on a hung filesystem is bounded like a command.
+        let (timeout, why) = if left < self.ctx.command_timeout {
+            (left, format!("reading stopped at the {TIME_LIMIT_REASON}"))
+        } else {
+            (
+                self.ctx.command_timeout,
+                format!(
+                    "reading stopped after the {} command timeout",
+                    humantime::format_duration(self.ctx.command_timeout)
+                ),
+            )
+        };
+        let limits = CommandLimits {
+            budget,
+            mode: opts.mode,
+            timeout,
+            timeout_reason: why,
+        };
+        let captured = capture_file(self.ctx, host, source, limits);
         self.add(path, captured)
     }
 
@@ -716,12 +751,13 @@ impl Members<'_> {
         self.record_skip(path, source.to_owned(), reason.into());
     }
 
+    #[allow(clippy::needless_pass_by_value)] // callers hand over what they built
     fn record_skip(&mut self, path: &str, source: String, reason: String) {
         self.files.push(FileReport {
-            path: path.to_owned(),
-            source,
+            path: escape_controls(path).into_owned(),
+            source: escape_controls(&source).into_owned(),
             status: Status::Skipped,
-            reason: Some(reason),
+            reason: Some(escape_controls(&reason).into_owned()),
             archived: false,
             bytes: 0,
             truncated: false,
@@ -733,6 +769,9 @@ impl Members<'_> {
     }
 
     fn add(&mut self, path: &str, captured: Captured) -> io::Result<()> {
+        // Names built from host file names: the tar name and the manifest
+        // carry the same escaped form.
+        let path: &str = &escape_controls(path);
         let size = captured.content.len();
         let archive = match captured.status {
             Status::Ok | Status::Partial => true,
@@ -762,9 +801,9 @@ impl Members<'_> {
         }
         self.files.push(FileReport {
             path: path.to_owned(),
-            source: captured.source,
+            source: escape_controls(&captured.source).into_owned(),
             status: captured.status,
-            reason,
+            reason: reason.map(|r| escape_controls(&r).into_owned()),
             archived: archive,
             bytes: if archive { size } else { 0 },
             truncated: archive && captured.truncated,
@@ -1170,24 +1209,65 @@ fn kill_and_reap(child: &mut Child) {
     }
 }
 
-/// Reads a host file's newest `budget` bytes. Only regular files: opening a
-/// FIFO or a device would block or never end.
+/// How reading a host file ended, told by its reading thread.
+enum FileEnd {
+    Missing,
+    /// A FIFO, socket or device: never opened for reading.
+    NotRegular(String),
+    OpenFailed(io::Error),
+    /// Read to the end or to the read limit; an error stopped it early.
+    Read {
+        skipped_bytes: u64,
+        error: Option<io::Error>,
+    },
+}
+
+/// Reads a host file's newest `budget` bytes. Only regular files, opened
+/// through [`crate::rootfs`] (every path component inside the root, the type
+/// checked before any read open). Opening and reading happen on a thread of
+/// their own so that a read stuck in the kernel (a hung network filesystem)
+/// cannot hold the collector past `limits.timeout`: the thread is then
+/// abandoned and what it read so far is kept.
 fn capture_file(
     ctx: &CollectContext,
     host: &str,
-    real: &Path,
     source: String,
-    budget: Budget,
-    mode: Mode,
+    limits: CommandLimits,
 ) -> Captured {
+    let CommandLimits {
+        budget,
+        mode,
+        timeout,
+        timeout_reason,
+    } = limits;
     let started = Instant::now();
-    let open = File::open(real).and_then(|f| {
-        let meta = f.metadata()?;
-        Ok((f, meta))
-    });
-    let (mut file, meta) = match open {
-        Ok(opened) => opened,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode))));
+    let abandoned = Arc::new(AtomicBool::new(false));
+    let (done_tx, done_rx) = mpsc::channel::<FileEnd>();
+    let spawned = {
+        let intake = Arc::clone(&intake);
+        let abandoned = Arc::clone(&abandoned);
+        let root = ctx.root.clone();
+        let host = PathBuf::from(host);
+        std::thread::Builder::new()
+            .name("collect-file".into())
+            .spawn(move || {
+                let end = read_host_file(&root, &host, budget, &intake, &abandoned);
+                let _ = done_tx.send(end);
+            })
+    };
+    if let Err(err) = spawned {
+        return Captured::without_data(
+            source,
+            Status::Failed,
+            format!("cannot start reading {host}: {err}"),
+            started,
+        );
+    }
+    let end = done_rx.recv_timeout(timeout);
+    abandoned.store(true, Ordering::Relaxed);
+    let (skipped_bytes, timed_out, read_error) = match end {
+        Ok(FileEnd::Missing) => {
             return Captured::without_data(
                 source,
                 Status::Skipped,
@@ -1195,7 +1275,15 @@ fn capture_file(
                 started,
             );
         }
-        Err(err) => {
+        Ok(FileEnd::NotRegular(what)) => {
+            return Captured::without_data(
+                source,
+                Status::Skipped,
+                format!("{host} is {what}"),
+                started,
+            );
+        }
+        Ok(FileEnd::OpenFailed(err)) => {
             return Captured::without_data(
                 source,
                 Status::Failed,
@@ -1203,52 +1291,41 @@ fn capture_file(
                 started,
             );
         }
+        Ok(FileEnd::Read {
+            skipped_bytes,
+            error,
+        }) => (skipped_bytes, None, error),
+        Err(_) => (0, Some(timeout_reason), None),
     };
-    if !meta.is_file() {
+    // A timed-out reader may be in the middle of pushing a chunk: wait a
+    // moment for it, but never for as long as it likes.
+    let intake = if timed_out.is_some() {
+        take_within(&intake, PIPE_GRACE)
+    } else {
+        intake.lock().unwrap_or_else(PoisonError::into_inner).take()
+    };
+    let Some(intake) = intake else {
         return Captured::without_data(
             source,
-            Status::Skipped,
-            format!("{host} is not a regular file"),
+            Status::TimedOut,
+            format!(
+                "{}; nothing kept: the reader was still busy",
+                timed_out.unwrap_or_default()
+            ),
             started,
         );
-    }
-
-    let mut intake = Intake::new(ctx, budget, mode);
-    let mut skipped_bytes = 0u64;
-    let window = budget.bytes.saturating_add(SEEK_SLACK);
-    if meta.len() > window {
-        let offset = meta.len() - window;
-        if file.seek(SeekFrom::Start(offset)).is_ok() {
-            skipped_bytes = offset;
-            // The first line read is a fragment whose start (perhaps a
-            // secret's key) is gone: drop it rather than guess.
-            intake.redactor.start_mid_line();
-        }
-    }
-    // A file that grows while we read (a live log) must not keep us reading
-    // forever: stop after twice what we can keep.
-    let read_limit = window.saturating_mul(2);
-    let mut chunk = vec![0u8; READ_CHUNK];
-    let mut read_error = None;
-    while intake.raw < read_limit {
-        match file.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => intake.push(&chunk[..n]),
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => {
-                read_error = Some(err);
-                break;
-            }
-        }
-    }
+    };
     let (content, raw, redactions) = intake.finish();
-    let (status, reason) = match read_error {
-        None => (Status::Ok, None),
-        Some(err) if content.is_empty() => (Status::Failed, Some(format!("reading {host}: {err}"))),
-        Some(err) => (
+    let (status, reason) = match (timed_out, read_error) {
+        (Some(timeout_reason), _) => (Status::TimedOut, Some(timeout_reason)),
+        (None, Some(err)) if content.is_empty() => {
+            (Status::Failed, Some(format!("reading {host}: {err}")))
+        }
+        (None, Some(err)) => (
             Status::Partial,
             Some(format!("reading {host} stopped early: {err}")),
         ),
+        (None, None) => (Status::Ok, None),
     };
     Captured {
         source,
@@ -1261,6 +1338,90 @@ fn capture_file(
         redactions,
         stderr_head: String::new(),
         duration: started.elapsed(),
+    }
+}
+
+/// Takes what `intake` holds, waiting at most `grace` for its lock.
+fn take_within(intake: &Mutex<Option<Intake>>, grace: Duration) -> Option<Intake> {
+    let until = Instant::now() + grace;
+    loop {
+        match intake.try_lock() {
+            Ok(mut guard) => return guard.take(),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                return poisoned.into_inner().take()
+            }
+            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
+                std::thread::sleep(POLL);
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
+}
+
+/// The reading thread of [`capture_file`]: pushes the file's newest bytes
+/// into `intake` until the end, the read limit, or `abandoned`.
+fn read_host_file(
+    root: &Path,
+    host: &Path,
+    budget: Budget,
+    intake: &Mutex<Option<Intake>>,
+    abandoned: &AtomicBool,
+) -> FileEnd {
+    let opened = match crate::rootfs::open(root, host) {
+        Ok(opened) if opened.metadata.is_file() => opened,
+        Ok(_) => return FileEnd::NotRegular("a directory".into()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return FileEnd::Missing,
+        Err(err) if err.kind() == io::ErrorKind::Unsupported => {
+            return FileEnd::NotRegular(err.to_string());
+        }
+        Err(err) => return FileEnd::OpenFailed(err),
+    };
+    let mut file = opened.file;
+    let len = opened.metadata.len();
+    let mut skipped_bytes = 0u64;
+    let window = budget.bytes.saturating_add(SEEK_SLACK);
+    if len > window {
+        let offset = len - window;
+        if file.seek(SeekFrom::Start(offset)).is_ok() {
+            skipped_bytes = offset;
+            // The first line read is a fragment whose start (perhaps a
+            // secret's key) is gone: drop it rather than guess.
+            if let Some(intake) = intake
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_mut()
+            {
+                intake.redactor.start_mid_line();
+            }
+        }
+    }
+    // A file that grows while we read (a live log) must not keep us reading
+    // forever: stop after twice what we can keep.
+    let read_limit = window.saturating_mul(2);
+    let mut chunk = vec![0u8; READ_CHUNK];
+    let mut read = 0u64;
+    let mut error = None;
+    while read < read_limit && !abandoned.load(Ordering::Relaxed) {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                read += n as u64;
+                let mut guard = intake.lock().unwrap_or_else(PoisonError::into_inner);
+                match guard.as_mut() {
+                    Some(intake) => intake.push(&chunk[..n]),
+                    None => break,
+                }
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => {
+                error = Some(err);
+                break;
+            }
+        }
+    }
+    FileEnd::Read {
+        skipped_bytes,
+        error,
     }
 }
 

@@ -9,7 +9,7 @@
 //! these services before it wrote its disk, so after the reboot they are gone.
 
 use std::fmt::Write as _;
-use std::io::{self, Read as _};
+use std::io;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
@@ -53,7 +53,8 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
             }
             for file in records {
                 m.file(&format!("records/{}", file.name), &file.host)?;
-                match read_limited(&m.ctx().host_path(Path::new(&file.host))) {
+                let timeout = m.time_left().min(m.ctx().command_timeout);
+                match m.ctx().read_host_file(&file.host, PARSE_LIMIT, timeout) {
                     Ok(data) => summary.add_file(&file.name, &data),
                     Err(err) => summary
                         .problems
@@ -82,14 +83,6 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
         "parsed /var/log/openshift/*.json and /opt/openshift/*.done",
         json,
     )
-}
-
-fn read_limited(path: &Path) -> io::Result<Vec<u8>> {
-    let mut data = Vec::new();
-    std::fs::File::open(path)?
-        .take(PARSE_LIMIT)
-        .read_to_end(&mut data)?;
-    Ok(data)
 }
 
 /// bootkube touches `<stage>.done` after each stage; the mtimes say how far

@@ -1,0 +1,370 @@
+//! Host files under a sysroot, opened so that nothing the host put on disk
+//! can lead a reader outside the root or hang it. Every reader of host files
+//! (the collectors, the records summary, `collect`'s boot ID) goes through
+//! here.
+//!
+//! A path is walked one component at a time from a handle on the root, each
+//! component opened with `O_PATH | O_NOFOLLOW`: a symlink met on the way is
+//! read and its target walked in turn, from the root when it is absolute
+//! (as the host sees it once booted into that root), `..` never climbs above
+//! the root, and at most [`MAX_LINKS`] links are followed. Because the walk
+//! holds a descriptor for each directory, a host process renaming things
+//! while we walk cannot redirect it either.
+//!
+//! Only directories and regular files are opened for reading, and only
+//! after the type of that very inode was checked through its `O_PATH`
+//! handle; the read open adds `O_NONBLOCK | O_NOFOLLOW` and the identity is
+//! checked again, so that a FIFO or a device swapped in meanwhile can
+//! neither block the open nor be read. Reads themselves can still block on a
+//! stuck filesystem: [`read_limited`] does them on a thread of their own and
+//! gives up at a deadline.
+
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, Metadata};
+use std::io::{self, Read};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Component, Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rustix::fs::{Mode, OFlags, CWD};
+
+/// Symlinks followed in one walk, as the kernel's own limit (`ELOOP`).
+pub const MAX_LINKS: usize = 40;
+/// Names returned by one [`read_dir`]; a directory with more is not one any
+/// collector expects, and listing it must stay bounded.
+pub const MAX_DIR_ENTRIES: usize = 65_536;
+
+/// A walk's end: the resolved path and a handle on what is there.
+struct Resolved {
+    /// Directories from the root's child down to the parent of `name`.
+    dirs: Vec<(OwnedFd, OsString)>,
+    root: OwnedFd,
+    /// The last component and its `O_PATH` handle; `None` when the path
+    /// resolves to a directory (then the last of `dirs`, or the root).
+    leaf: Option<(OwnedFd, OsString)>,
+}
+
+impl Resolved {
+    fn parent(&self) -> &OwnedFd {
+        self.dirs.last().map_or(&self.root, |(fd, _)| fd)
+    }
+
+    /// The absolute host path the walk ended at.
+    fn host_path(&self) -> PathBuf {
+        let mut path = PathBuf::from("/");
+        for (_, name) in &self.dirs {
+            path.push(name);
+        }
+        if let Some((_, name)) = &self.leaf {
+            path.push(name);
+        }
+        path
+    }
+
+    fn handle(&self) -> &OwnedFd {
+        match &self.leaf {
+            Some((fd, _)) => fd,
+            None => self.parent(),
+        }
+    }
+}
+
+fn components(path: &Path) -> impl Iterator<Item = OsString> + '_ {
+    path.components().filter_map(|c| match c {
+        Component::Normal(part) => Some(part.to_owned()),
+        Component::ParentDir => Some(OsString::from("..")),
+        Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+    })
+}
+
+fn stat(fd: &OwnedFd) -> io::Result<Metadata> {
+    File::from(fd.try_clone()?).metadata()
+}
+
+/// Walks `host` (absolute, as seen from inside the root) under `root`.
+fn resolve(root: &Path, host: &Path) -> io::Result<Resolved> {
+    let root_fd = rustix::fs::openat(
+        CWD,
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut walk = Resolved {
+        dirs: Vec::new(),
+        root: root_fd,
+        leaf: None,
+    };
+    let mut pending: VecDeque<OsString> = components(host).collect();
+    let mut links = 0;
+    while let Some(part) = pending.pop_front() {
+        if part == ".." {
+            walk.dirs.pop();
+            continue;
+        }
+        let fd = rustix::fs::openat(
+            walk.parent(),
+            part.as_os_str(),
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let file_type = stat(&fd)?.file_type();
+        if file_type.is_symlink() {
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(io::Error::other(format!(
+                    "more than {MAX_LINKS} symbolic links"
+                )));
+            }
+            let target = rustix::fs::readlinkat(walk.parent(), part.as_os_str(), Vec::new())?;
+            let target = Path::new(OsStr::from_bytes(target.to_bytes()));
+            if target.has_root() {
+                walk.dirs.clear();
+            }
+            for (i, part) in components(target).enumerate() {
+                pending.insert(i, part);
+            }
+        } else if file_type.is_dir() {
+            walk.dirs.push((fd, part));
+        } else if pending.is_empty() {
+            walk.leaf = Some((fd, part));
+        } else {
+            return Err(io::Error::from(io::ErrorKind::NotADirectory));
+        }
+    }
+    Ok(walk)
+}
+
+/// What a path leads to, following symlinks inside the root.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    pub host: PathBuf,
+    pub metadata: Metadata,
+}
+
+/// Names what an inode is when it is not one we read.
+fn kind_name(metadata: &Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = metadata.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// An error of kind `Unsupported` naming what the inode is; readers report
+/// such a member as skipped.
+fn not_readable(metadata: &Metadata) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "{} (only regular files and directories are read)",
+            kind_name(metadata)
+        ),
+    )
+}
+
+/// Where `host` leads under `root` and what is there, without opening it
+/// for reading.
+pub fn metadata(root: &Path, host: &Path) -> io::Result<Meta> {
+    let walk = resolve(root, host)?;
+    Ok(Meta {
+        host: walk.host_path(),
+        metadata: stat(walk.handle())?,
+    })
+}
+
+/// The absolute host path `host` resolves to inside the root (its
+/// symlinks followed), or `None` when it does not resolve.
+pub fn resolve_path(root: &Path, host: &Path) -> Option<PathBuf> {
+    resolve(root, host).ok().map(|walk| walk.host_path())
+}
+
+/// A regular file opened for reading, or a directory.
+#[derive(Debug)]
+pub struct Opened {
+    pub file: File,
+    pub metadata: Metadata,
+    /// The absolute host path it resolved to.
+    pub host: PathBuf,
+}
+
+/// Opens `host` under `root` for reading. A FIFO, socket or device is an
+/// `Unsupported` error and is never opened for reading.
+pub fn open(root: &Path, host: &Path) -> io::Result<Opened> {
+    let walk = resolve(root, host)?;
+    let before = stat(walk.handle())?;
+    let fd = if before.is_dir() {
+        rustix::fs::openat(
+            walk.handle(),
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?
+    } else if before.is_file() {
+        let (_, name) = walk.leaf.as_ref().expect("only a leaf is not a directory");
+        rustix::fs::openat(
+            walk.parent(),
+            name.as_os_str(),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?
+    } else {
+        return Err(not_readable(&before));
+    };
+    let file = File::from(fd);
+    let metadata = file.metadata()?;
+    if metadata.dev() != before.dev() || metadata.ino() != before.ino() {
+        return Err(io::Error::other("replaced while being opened"));
+    }
+    Ok(Opened {
+        file,
+        metadata,
+        host: walk.host_path(),
+    })
+}
+
+/// The names in directory `host` (symlinks to a directory followed inside
+/// the root), sorted, at most [`MAX_DIR_ENTRIES`].
+pub fn read_dir(root: &Path, host: &Path) -> io::Result<Vec<OsString>> {
+    let opened = open(root, host)?;
+    if !opened.metadata.is_dir() {
+        return Err(io::Error::from(io::ErrorKind::NotADirectory));
+    }
+    let mut dir = rustix::fs::Dir::new(OwnedFd::from(opened.file))?;
+    let mut names = Vec::new();
+    while let Some(entry) = dir.read() {
+        let name = entry?.file_name().to_bytes().to_vec();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        if names.len() == MAX_DIR_ENTRIES {
+            break;
+        }
+        names.push(OsStr::from_bytes(&name).to_owned());
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Reads at most `limit` bytes from the start of regular file `host`, on a
+/// thread of its own: a read stuck longer than `timeout` is abandoned (its
+/// thread left blocked in the kernel) with a `TimedOut` error.
+pub fn read_limited(
+    root: &Path,
+    host: &Path,
+    limit: u64,
+    timeout: Duration,
+) -> io::Result<Vec<u8>> {
+    let (root, host) = (root.to_path_buf(), host.to_path_buf());
+    let (done, result) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("read-host-file".into())
+        .spawn(move || {
+            let read = || -> io::Result<Vec<u8>> {
+                let opened = open(&root, &host)?;
+                if !opened.metadata.is_file() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "a directory, not a file",
+                    ));
+                }
+                let mut data = Vec::new();
+                opened.file.take(limit).read_to_end(&mut data)?;
+                Ok(data)
+            };
+            let _ = done.send(read());
+        })?;
+    match result.recv_timeout(timeout) {
+        Ok(read) => read,
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "still reading after {}",
+                humantime::format_duration(timeout)
+            ),
+        )),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(io::Error::other("the reading thread died"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn tree() -> (tempfile::TempDir, tempfile::TempDir) {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("hostname"), b"outside\n").unwrap();
+        std::fs::create_dir_all(root.path().join("run/real")).unwrap();
+        std::fs::write(root.path().join("run/real/hostname"), b"inside\n").unwrap();
+        (root, outside)
+    }
+
+    fn read(root: &Path, host: &str) -> io::Result<Vec<u8>> {
+        read_limited(root, Path::new(host), 1 << 20, Duration::from_secs(10))
+    }
+
+    #[test]
+    fn symlinked_directory_resolves_inside_the_root() {
+        let (root, outside) = tree();
+        // An absolute link to a directory outside, as the host would see it:
+        // inside the root it names the root's own /run/real.
+        std::fs::create_dir_all(root.path().join("run")).unwrap();
+        symlink(outside.path(), root.path().join("etc")).unwrap();
+        assert!(read(root.path(), "/etc/hostname").is_err());
+        std::fs::remove_file(root.path().join("etc")).unwrap();
+        symlink("/run/real", root.path().join("etc")).unwrap();
+        assert_eq!(read(root.path(), "/etc/hostname").unwrap(), b"inside\n");
+        assert_eq!(
+            metadata(root.path(), Path::new("/etc/hostname"))
+                .unwrap()
+                .host,
+            Path::new("/run/real/hostname")
+        );
+        // Relative links and `..` stop at the root.
+        symlink("../../../../../../..", root.path().join("up")).unwrap();
+        assert_eq!(
+            read(root.path(), "/up/run/real/hostname").unwrap(),
+            b"inside\n"
+        );
+        let outside_rel = format!("../../../../../../..{}", outside.path().display());
+        symlink(&outside_rel, root.path().join("rel")).unwrap();
+        assert!(read(root.path(), "/rel/hostname").is_err());
+    }
+
+    #[test]
+    fn link_loops_are_bounded_and_fifos_refused() {
+        let (root, _outside) = tree();
+        symlink("/b", root.path().join("a")).unwrap();
+        symlink("/a", root.path().join("b")).unwrap();
+        let err = read(root.path(), "/a").unwrap_err();
+        assert!(err.to_string().contains("symbolic links"), "{err}");
+        let fifo = root.path().join("run/fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let err = read(root.path(), "/run/fifo").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::Unsupported);
+        assert!(err.to_string().contains("a FIFO"), "{err}");
+        assert_eq!(
+            read_dir(root.path(), Path::new("/run")).unwrap(),
+            ["fifo", "real"]
+        );
+    }
+}
