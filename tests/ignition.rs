@@ -828,21 +828,26 @@ fn proxy_flags_write_a_private_proxy_env_the_agent_reads_back() {
     let schema = schema("3.2");
     let errors = validate(&schema, &fragment);
     assert!(errors.is_empty(), "schema violations: {errors:#?}");
-    let proxy = file_entry(&fragment, &format!("{CONTRACT_DIR}/proxy.env"));
-    assert_eq!(proxy["mode"], 0o600, "a proxy URL may hold a password");
+    let proxy_file = fragment["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == format!("{CONTRACT_DIR}/proxy.env"))
+        .expect("proxy.env in the fragment");
+    assert_eq!(proxy_file["mode"], 0o600, "a proxy URL may hold a password");
 
-    // What Ignition writes, read by the agent's own configuration code.
-    let contract = env.path("contract");
-    std::fs::create_dir(&contract).unwrap();
-    for file in fragment["storage"]["files"].as_array().unwrap() {
-        let path = file["path"].as_str().unwrap();
-        if let Some(name) = path.strip_prefix(&format!("{CONTRACT_DIR}/")) {
-            let dest = contract.join(name);
-            std::fs::write(&dest, file_bytes(file)).unwrap();
-            let mode = u32::try_from(file["mode"].as_u64().unwrap()).unwrap();
-            std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(mode)).unwrap();
-        }
+    // What Ignition itself writes, read by the agent's own configuration code.
+    if !ignition_engine::installed("proxy_flags_write_a_private_proxy_env") {
+        return;
     }
+    let root = env.path("sysroot");
+    let work = env.path("engine");
+    std::fs::create_dir_all(&work).unwrap();
+    ignition_engine::prepare_root(&root);
+    let applied = ignition_engine::apply(&out_path, &root, &work);
+    assert!(applied.success(), "{}", applied.log());
+    let contract = root.join(CONTRACT_DIR.trim_start_matches('/'));
+    assert_eq!(mode_of(&contract.join("proxy.env")), 0o600);
     let run = assisted_boot_reporter::cli::RunArgs {
         config_dir: Some(contract.clone()),
         state_dir: Some(env.path("state")),
