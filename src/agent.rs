@@ -202,11 +202,9 @@ impl Reporter {
             .iter()
             .flat_map(|c| c.scrub.iter().map(|s| s.expose().to_owned()))
             .collect::<Vec<_>>();
-        let mut collect = CollectContext::new(
-            config.root.clone(),
-            config.command_timeout,
-            Redactor::new(secrets),
-        );
+        let redactor = Redactor::new(secrets);
+        crate::redact::install_for_logs(&redactor);
+        let mut collect = CollectContext::new(config.root.clone(), config.command_timeout, redactor);
         // Big members wait on disk, not in memory: the state directory is on
         // the host's disk, where $TMPDIR may be RAM.
         collect.spill_dir = Some(config.state_dir.clone());
@@ -494,7 +492,8 @@ impl Reporter {
     /// host each time (a few KiB of JSON) so it reaches the UI even when the
     /// service refuses bundles.
     fn bootstrap_finding(&self) -> Option<String> {
-        records::summarize_host(&self.config.root).digest
+        let digest = records::summarize_host(&self.config.root).digest?;
+        Some(self.uploader_template.0.redactor.redact_str(&digest).into_owned())
     }
 
     /// `PUT .../progress` for this host, retried within this boot's deadline.

@@ -171,11 +171,9 @@ pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manife
             secrets.extend(creds.scrub.iter().map(|s| s.expose().to_owned()));
         }
     }
-    let mut ctx = CollectContext::new(
-        args.root.clone(),
-        args.command_timeout,
-        Redactor::new(secrets),
-    );
+    let redactor = Redactor::new(secrets);
+    crate::redact::install_for_logs(&redactor);
+    let mut ctx = CollectContext::new(args.root.clone(), args.command_timeout, redactor);
     ctx.spill_dir.clone_from(&args.spill_dir);
     ctx.kubelet_healthz_url = Some(args.kubelet_healthz_url.clone());
     let boot_id =
