@@ -103,11 +103,12 @@ pub fn parse_size(value: &str) -> Result<u64, String> {
 
 /// `collect`: exit 0 with a bundle written, or print the error chain and exit 1.
 pub fn collect_command(args: &CollectArgs) -> ExitCode {
-    let stderr = io::stderr();
-    match collect(args, &mut stderr.lock()) {
+    // Its report quotes the records digest and paths: redacted like the
+    // bundle (the rules are installed once the secrets are read).
+    match collect(args, &mut crate::redact::log_writer()) {
         Ok(_) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            let _ = writeln!(crate::redact::log_writer(), "error: {err:#}");
             EXIT_TOOL_FAILURE
         }
     }

@@ -288,8 +288,9 @@ pub fn scrub_for_logs(text: &[u8]) -> Vec<u8> {
     data
 }
 
-/// Standard error, through the log redactor: tracing formats an event into
-/// one buffer and writes it whole, so each event is redacted as one text.
+/// Standard error, through the log redactor, a line at a time: tracing
+/// formats an event into one buffer and writes it whole, so each event is
+/// redacted as one text.
 pub fn log_writer() -> LogWriter {
     LogWriter { buf: Vec::new() }
 }
@@ -298,9 +299,20 @@ pub struct LogWriter {
     buf: Vec<u8>,
 }
 
+impl LogWriter {
+    fn write_out(&mut self, upto: usize) -> std::io::Result<()> {
+        let mut data: Vec<u8> = self.buf.drain(..upto).collect();
+        log_redactor().redact(&mut data);
+        std::io::stderr().lock().write_all(&data)
+    }
+}
+
 impl std::io::Write for LogWriter {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         self.buf.extend_from_slice(data);
+        if let Some(nl) = memrchr(b'\n', &self.buf) {
+            self.write_out(nl + 1)?;
+        }
         Ok(data.len())
     }
 
@@ -308,9 +320,7 @@ impl std::io::Write for LogWriter {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let mut data = std::mem::take(&mut self.buf);
-        log_redactor().redact(&mut data);
-        std::io::stderr().lock().write_all(&data)
+        self.write_out(self.buf.len())
     }
 }
 
