@@ -66,6 +66,8 @@ const MAX_LINE: usize = 256 * 1024;
 /// Bytes held back at a cut: more than any secret-shaped match can need to
 /// be recognised from its start.
 const MIN_HOLD: usize = 8 * 1024;
+/// Largest DFA kept (see [`Engine::build`]).
+const MAX_DFA_BYTES: usize = 8 << 20;
 /// Bearer tokens shorter than this and made of letters only are ordinary
 /// words ("bearer authentication").
 const MIN_BEARER_WORD: usize = 16;
@@ -211,6 +213,18 @@ impl Redactor {
     /// The longest form of a literal secret.
     pub fn longest_secret(&self) -> usize {
         self.engine.longest_form
+    }
+
+    /// The automaton's size, for benchmarks and debug logs.
+    pub fn describe(&self) -> String {
+        let engine = &self.engine;
+        format!(
+            "{} forms, {} patterns, {:?} of {} KiB",
+            engine.forms.len(),
+            engine.roles.len(),
+            engine.automaton.kind(),
+            engine.automaton.memory_usage() / 1024
+        )
     }
 
     /// Whether no literal secret is known (shape rules always apply).
@@ -546,14 +560,23 @@ impl Engine {
                 at += STRIDE;
             }
         }
-        // A DFA: the automaton is walked over every byte shipped; its size
-        // (a few hundred KiB for a pull secret's forms) is paid once.
-        let automaton = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&patterns)
-            .expect("patterns are few and short");
+        // A DFA: the automaton is walked over every byte shipped. Its size
+        // grows with the secrets' length; past MAX_DFA_BYTES (a pull secret
+        // with several long registry auths) the contiguous NFA, a little
+        // slower and far smaller, keeps the reporter's memory flat.
+        let build = |kind| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .match_kind(MatchKind::Standard)
+                .kind(Some(kind))
+                .build(&patterns)
+        };
+        let automaton = build(AhoCorasickKind::DFA)
+            .ok()
+            .filter(|dfa| dfa.memory_usage() <= MAX_DFA_BYTES)
+            .unwrap_or_else(|| {
+                build(AhoCorasickKind::ContiguousNFA).expect("patterns are short")
+            });
         let longest_form = forms.iter().map(|f| f.bytes.len()).max().unwrap_or(0);
         Engine {
             automaton,
