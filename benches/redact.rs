@@ -56,6 +56,13 @@ fn main() {
         started.elapsed().as_secs_f64() * 1e3,
         with_secrets.describe()
     );
+    if std::env::var_os("REDACT_BENCH_SHOW").is_some() {
+        let mut sample = data[..data.len().min(4 << 20)].to_vec();
+        with_secrets.redact(&mut sample);
+        for line in sample.split(|&b| b == b'\n').filter(|l| memchr::memmem::find(l, b"[REDACTED]").is_some()).take(5) {
+            println!("redacted: {}", String::from_utf8_lossy(line));
+        }
+    }
     for (label, redactor) in [
         ("shapes only", Redactor::default()),
         ("token + pull secret", with_secrets.clone()),

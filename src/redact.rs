@@ -382,13 +382,19 @@ where
     }
     // `auth` is base64 of `user:password`: both the pair and the password
     // leak as often as the auth itself (a registry login, a proxy URL).
+    // The pair is matched whole only: its user part (`openshift-release-
+    // dev+ocm_access_…`) names an organisation in every image path, and a
+    // fragment of it is no secret. The password's fragments count.
+    let mut pairs: Vec<Vec<u8>> = Vec::new();
     for i in 0..atomic.len() {
         if let Some(decoded) = decode_base64(&atomic[i]) {
             if let Some(colon) = memchr(b':', &decoded) {
                 let password = decoded[colon + 1..].to_vec();
                 atomic.push(password);
+                pairs.push(decoded);
+            } else {
+                atomic.push(decoded);
             }
-            atomic.push(decoded);
         }
     }
     atomic.retain(|s| s.len() >= MIN_SECRET_LEN);
@@ -405,6 +411,11 @@ where
         }
         for form in base64_forms(secret) {
             add(form, true);
+        }
+    }
+    for pair in &pairs {
+        for form in text_forms(pair).into_iter().chain(base64_forms(pair)) {
+            add(form, false);
         }
     }
     for secret in &structured {
@@ -1729,6 +1740,12 @@ mod tests {
     #[test]
     fn short_fragments_and_look_alikes_are_left_alone() {
         let r = Redactor::new([TOKEN]);
+        // The user part of an auth is no secret: it names image paths.
+        let auth = b64(b"openshift-release-dev+ocm_access_0123456789abcdef:PASSWORDpassword0123456789");
+        let r2 = Redactor::new([auth.as_str()]);
+        let path = "Pulled image: quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:00";
+        assert_eq!(redact(&r2, path), (path.to_owned(), 0));
+        assert_gone(&r2, "pw PASSWORDpassword0123456789 x", "PASSWORD");
         // Under MIN_FRAGMENT bytes of the token: no secret.
         let text = format!("x {} y", &TOKEN[..MIN_FRAGMENT - 1]);
         assert_eq!(redact(&r, &text), (text.clone(), 0));
