@@ -24,19 +24,38 @@ fn main() {
         let mut state = seed;
         let password: String = (0..password_len)
             .map(|_| {
-                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
                 let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.";
                 char::from(alphabet[usize::try_from(state >> 33).unwrap_or(0) % alphabet.len()])
             })
             .collect();
         base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
     };
-    let token = auth("openshift-release-dev+ocm_access_0123456789abcdef0123456789abcdef", 32, 1);
+    let token = auth(
+        "openshift-release-dev+ocm_access_0123456789abcdef0123456789abcdef",
+        32,
+        1,
+    );
     let auths = [
         ("cloud.openshift.com", token.clone()),
-        ("quay.io", auth("openshift-release-dev+ocm_access_0123456789abcdef0123456789abcdef", 32, 2)),
-        ("registry.connect.redhat.com", auth("uhc-pool-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", 1100, 3)),
-        ("registry.redhat.io", auth("uhc-pool-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", 1100, 4)),
+        (
+            "quay.io",
+            auth(
+                "openshift-release-dev+ocm_access_0123456789abcdef0123456789abcdef",
+                32,
+                2,
+            ),
+        ),
+        (
+            "registry.connect.redhat.com",
+            auth("uhc-pool-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", 1100, 3),
+        ),
+        (
+            "registry.redhat.io",
+            auth("uhc-pool-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", 1100, 4),
+        ),
     ];
     let pull_secret = format!(
         r#"{{"auths":{{{}}}}}"#,
@@ -59,7 +78,11 @@ fn main() {
     if std::env::var_os("REDACT_BENCH_SHOW").is_some() {
         let mut sample = data[..data.len().min(4 << 20)].to_vec();
         with_secrets.redact(&mut sample);
-        for line in sample.split(|&b| b == b'\n').filter(|l| memchr::memmem::find(l, b"[REDACTED]").is_some()).take(5) {
+        for line in sample
+            .split(|&b| b == b'\n')
+            .filter(|l| memchr::memmem::find(l, b"[REDACTED]").is_some())
+            .take(5)
+        {
             println!("redacted: {}", String::from_utf8_lossy(line));
         }
     }

@@ -204,7 +204,8 @@ impl Reporter {
             .collect::<Vec<_>>();
         let redactor = Redactor::new(secrets);
         crate::redact::install_for_logs(&redactor);
-        let mut collect = CollectContext::new(config.root.clone(), config.command_timeout, redactor);
+        let mut collect =
+            CollectContext::new(config.root.clone(), config.command_timeout, redactor);
         // Big members wait on disk, not in memory: the state directory is on
         // the host's disk, where $TMPDIR may be RAM.
         collect.spill_dir = Some(config.state_dir.clone());
@@ -493,7 +494,13 @@ impl Reporter {
     /// service refuses bundles.
     fn bootstrap_finding(&self) -> Option<String> {
         let digest = records::summarize_host(&self.config.root).digest?;
-        Some(self.uploader_template.0.redactor.redact_str(&digest).into_owned())
+        Some(
+            self.uploader_template
+                .0
+                .redactor
+                .redact_str(&digest)
+                .into_owned(),
+        )
     }
 
     /// `PUT .../progress` for this host, retried within this boot's deadline.

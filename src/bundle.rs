@@ -247,12 +247,11 @@ impl<W: Write> TarSink<W> {
             inner: data.take(size),
             left: size,
         };
-        self.builder
-            .append_data(
-                &mut header,
-                format!("{TOP_DIR}/{}", self.names.redact_str(path)),
-                &mut exact,
-            )
+        self.builder.append_data(
+            &mut header,
+            format!("{TOP_DIR}/{}", self.names.redact_str(path)),
+            &mut exact,
+        )
     }
 }
 

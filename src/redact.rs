@@ -267,9 +267,7 @@ impl Redactor {
             state: LineState::default(),
             count: 0,
             spans: Vec::new(),
-            hold: MIN_HOLD
-                .max(self.longest_secret() + 1)
-                .min(MAX_LINE / 2),
+            hold: MIN_HOLD.max(self.longest_secret() + 1).min(MAX_LINE / 2),
         }
     }
 }
@@ -585,9 +583,7 @@ impl Engine {
         let automaton = build(AhoCorasickKind::DFA)
             .ok()
             .filter(|dfa| dfa.memory_usage() <= MAX_DFA_BYTES)
-            .unwrap_or_else(|| {
-                build(AhoCorasickKind::ContiguousNFA).expect("patterns are short")
-            });
+            .unwrap_or_else(|| build(AhoCorasickKind::ContiguousNFA).expect("patterns are short"));
         let longest_form = forms.iter().map(|f| f.bytes.len()).max().unwrap_or(0);
         Engine {
             automaton,
@@ -980,13 +976,8 @@ fn fragment(
         .count();
     let (form_start, form_end) = (at - before, at + WINDOW + after);
     let len = form_end - form_start;
-    (len >= MIN_FRAGMENT || len == form.len()).then(|| {
-        (
-            Span::new(start - before, end + after),
-            form_start,
-            form_end,
-        )
-    })
+    (len >= MIN_FRAGMENT || len == form.len())
+        .then(|| (Span::new(start - before, end + after), form_start, form_end))
 }
 
 /// The rest of a secret on the lines around a fragment that ends (starts)
@@ -1078,7 +1069,9 @@ fn is_key_byte(b: u8) -> bool {
 }
 
 fn word_len(rest: &[u8]) -> usize {
-    rest.iter().position(|&b| !is_key_byte(b)).unwrap_or(rest.len())
+    rest.iter()
+        .position(|&b| !is_key_byte(b))
+        .unwrap_or(rest.len())
 }
 
 fn is_secret_key(key: &[u8], mode: Mode) -> bool {
@@ -1390,7 +1383,10 @@ fn short_password_flag(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span
     let Some(&first) = buf.get(v) else {
         return;
     };
-    if matches!(first, b'/' | b'.' | b'~' | b'$' | b'-' | b' ' | b'\n' | b'\r') {
+    if matches!(
+        first,
+        b'/' | b'.' | b'~' | b'$' | b'-' | b' ' | b'\n' | b'\r'
+    ) {
         return;
     }
     let word = &buf[v..];
@@ -1649,7 +1645,10 @@ mod tests {
             (format!("plain {TOKEN} end"), TOKEN),
             (format!(r#"json {{\"token\":\"{TOKEN}\"}}"#), TOKEN),
             (format!("url https://x/?t={url}&a=b"), &url),
-            (format!("url lower {} end", url.replace("%3D", "%3d")), "%3d"),
+            (
+                format!("url lower {} end", url.replace("%3D", "%3d")),
+                "%3d",
+            ),
             (format!("decoded {decoded} end"), decoded),
             (format!("password alone {password} end"), password),
             (format!("prefix {} end", &TOKEN[..44]), &TOKEN[..44]),
@@ -1681,7 +1680,11 @@ mod tests {
         let r = Redactor::new([TOKEN, auth.as_str(), pull.as_str()]);
         let whole = b64(pull.as_bytes());
         assert_gone(&r, &format!("  .dockerconfigjson: {whole}"), &whole[..40]);
-        assert_gone(&r, "robot quay-bot+robot:Pa55w0rd-quay-9876543210 x", "Pa55w0rd");
+        assert_gone(
+            &r,
+            "robot quay-bot+robot:Pa55w0rd-quay-9876543210 x",
+            "Pa55w0rd",
+        );
         assert_gone(&r, "pw Pa55w0rd-quay-9876543210 x", "Pa55w0rd");
         // Pretty-printed by another tool: the same secret, re-serialized.
         let pretty: serde_json::Value = serde_json::from_str(&pull).unwrap();
@@ -1694,7 +1697,11 @@ mod tests {
         assert_gone(&r, "pw Pa55w0rd-quay-9876543210 x", "Pa55w0rd");
         // And so is its JSON-escaped form inside a JSON log line.
         let escaped = serde_json::to_string(&pull).unwrap();
-        assert_gone(&r, &format!("{{\"msg\":{escaped}}}"), "cloud.openshift.com\\\":{");
+        assert_gone(
+            &r,
+            &format!("{{\"msg\":{escaped}}}"),
+            "cloud.openshift.com\\\":{",
+        );
     }
 
     #[test]
@@ -1714,7 +1721,10 @@ mod tests {
             for piece in &wrapped {
                 assert!(!out.contains(piece), "{piece} in {out}");
             }
-            assert!(out.starts_with("data:\n") && out.ends_with("\nend\n"), "{out}");
+            assert!(
+                out.starts_with("data:\n") && out.ends_with("\nend\n"),
+                "{out}"
+            );
         }
     }
 
@@ -1741,7 +1751,8 @@ mod tests {
     fn short_fragments_and_look_alikes_are_left_alone() {
         let r = Redactor::new([TOKEN]);
         // The user part of an auth is no secret: it names image paths.
-        let auth = b64(b"openshift-release-dev+ocm_access_0123456789abcdef:PASSWORDpassword0123456789");
+        let auth =
+            b64(b"openshift-release-dev+ocm_access_0123456789abcdef:PASSWORDpassword0123456789");
         let r2 = Redactor::new([auth.as_str()]);
         let path = "Pulled image: quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:00";
         assert_eq!(redact(&r2, path), (path.to_owned(), 0));
@@ -1760,7 +1771,12 @@ mod tests {
     #[test]
     fn pem_private_keys_are_redacted_across_lines_and_chunks() {
         let r = Redactor::default();
-        for kind in ["RSA PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY", "PRIVATE KEY"] {
+        for kind in [
+            "RSA PRIVATE KEY",
+            "EC PRIVATE KEY",
+            "OPENSSH PRIVATE KEY",
+            "PRIVATE KEY",
+        ] {
             let text = format!(
                 "before\n-----BEGIN {kind}-----\nMIIEpAIBAAKCAQEA1\nb3BlbnNzaC1rZXktdjE2\n-----END {kind}-----\nafter\n"
             );
@@ -1769,7 +1785,9 @@ mod tests {
                 let out = String::from_utf8(out).unwrap();
                 assert_eq!(
                     out,
-                    format!("before\n-----BEGIN {kind}-----[REDACTED]-----END {kind}-----\nafter\n"),
+                    format!(
+                        "before\n-----BEGIN {kind}-----[REDACTED]-----END {kind}-----\nafter\n"
+                    ),
                     "chunk {size}"
                 );
                 assert_eq!(n, 1);
@@ -1797,7 +1815,10 @@ mod tests {
                 "    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo=",
                 "    client-key-data: [REDACTED]",
             ),
-            ("    token: sha256~abcdefghijklmnop", "    token: [REDACTED]"),
+            (
+                "    token: sha256~abcdefghijklmnop",
+                "    token: [REDACTED]",
+            ),
             (
                 "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
                 "aws_secret_access_key = [REDACTED]",
@@ -1820,11 +1841,23 @@ mod tests {
                 "run --password [REDACTED] --user bob",
             ),
             ("run --password=s3cr3tpw x", "run --password=[REDACTED] x"),
-            ("podman login --password-stdin quay.io", "podman login --password-stdin quay.io"),
-            ("mkdir -p /var/lib/x && ssh -p 22 h", "mkdir -p /var/lib/x && ssh -p 22 h"),
+            (
+                "podman login --password-stdin quay.io",
+                "podman login --password-stdin quay.io",
+            ),
+            (
+                "mkdir -p /var/lib/x && ssh -p 22 h",
+                "mkdir -p /var/lib/x && ssh -p 22 h",
+            ),
             ("podman run -p 8080:80 img", "podman run -p 8080:80 img"),
-            ("PING 10.0.0.1: skipping pinned keys", "PING 10.0.0.1: skipping pinned keys"),
-            ("see https://oauth.example.com:6443/x", "see https://oauth.example.com:6443/x"),
+            (
+                "PING 10.0.0.1: skipping pinned keys",
+                "PING 10.0.0.1: skipping pinned keys",
+            ),
+            (
+                "see https://oauth.example.com:6443/x",
+                "see https://oauth.example.com:6443/x",
+            ),
         ];
         for (input, want) in cases {
             let (out, _) = redact(&r, input);

@@ -516,7 +516,12 @@ async fn no_secret_in_anything_the_agent_emits_over_both_boots() {
     // What it sent the service: progress_info above all.
     let mut hits = Vec::new();
     let requests = serde_json::to_vec(&api_requests(&base).await).unwrap();
-    scan("the requests the service received", &requests, &secrets, &mut hits);
+    scan(
+        "the requests the service received",
+        &requests,
+        &secrets,
+        &mut hits,
+    );
     assert!(hits.is_empty(), "{hits:?}");
     assert!(
         contains(&requests, b"progress_info"),
@@ -640,7 +645,11 @@ fn planted(token: &str, other_auth: Option<&str>, pull_secret: Option<&str>) -> 
         let cut = 30.min(auth.len() - 21);
         plant(
             &format!("{name}, before a line wrap"),
-            format!("wrapped header value {}\n      {} end", &auth[..cut], &auth[cut..]),
+            format!(
+                "wrapped header value {}\n      {} end",
+                &auth[..cut],
+                &auth[cut..]
+            ),
             &auth[..cut],
         );
         plant(
@@ -742,10 +751,20 @@ fn bundle_hits(path: &Path, needles: &[(String, String)], hits: &mut Vec<String>
     let whole = gunzip(&raw).expect("a gzip bundle");
     find_needles("the decompressed bundle", &whole, needles, hits);
     for m in open_bundle(path) {
-        find_needles(&format!("member name {}", m.name), m.name.as_bytes(), needles, hits);
+        find_needles(
+            &format!("member name {}", m.name),
+            m.name.as_bytes(),
+            needles,
+            hits,
+        );
         find_needles(&format!("member {}", m.name), &m.data, needles, hits);
         if let Some(inner) = gunzip(&m.data) {
-            find_needles(&format!("member {} (gunzipped)", m.name), &inner, needles, hits);
+            find_needles(
+                &format!("member {} (gunzipped)", m.name),
+                &inner,
+                needles,
+                hits,
+            );
         }
     }
 }
@@ -789,7 +808,9 @@ fn collect_never_ships_encoded_or_shaped_secrets() {
     let mut plant = planted(&token, Some(&other), Some(&pull_secret));
     plant.needles.push(("token".into(), token.clone()));
     plant.needles.push(("other auth".into(), other.clone()));
-    plant.needles.push(("pull secret".into(), pull_secret.clone()));
+    plant
+        .needles
+        .push(("pull secret".into(), pull_secret.clone()));
 
     let hosts = root.join("etc/hosts");
     let mut text = std::fs::read_to_string(&hosts).unwrap();
@@ -817,10 +838,7 @@ fn collect_never_ships_encoded_or_shaped_secrets() {
         .arg(&config)
         .args(["--kubelet-healthz-url", "http://127.0.0.1:9/healthz"])
         .env_clear()
-        .env(
-            "PATH",
-            format!("{}:/usr/bin:/bin", fake_bin().display()),
-        )
+        .env("PATH", format!("{}:/usr/bin:/bin", fake_bin().display()))
         .env("HOME", tmp.path())
         .env("FAKE_SYSTEMCTL_LOG", tmp.path().join("systemctl.log"))
         .env("FAKE_JOURNAL_EXTRA", &plant.text)
@@ -848,10 +866,7 @@ fn collect_never_ships_encoded_or_shaped_secrets() {
     let members = open_bundle(&bundle);
     let hosts_member = member(&members, "network/hosts").expect("network/hosts");
     let shown = String::from_utf8_lossy(&hosts_member.data);
-    assert!(
-        shown.matches("[REDACTED]").count() >= 20,
-        "{shown}"
-    );
+    assert!(shown.matches("[REDACTED]").count() >= 20, "{shown}");
     assert!(
         member_names(&members)
             .iter()
