@@ -578,12 +578,12 @@ fn decode_auth(auth: &str) -> (String, String) {
     let mut n = 0;
     let mut out = Vec::new();
     for c in auth.bytes().filter(|&c| c != b'=') {
-        let v = ALPHABET.iter().position(|&a| a == c).expect("base64") as u32;
+        let v = u32::try_from(ALPHABET.iter().position(|&a| a == c).expect("base64")).unwrap();
         bits = (bits << 6) | v;
         n += 6;
         if n >= 8 {
             n -= 8;
-            out.push((bits >> n) as u8);
+            out.push(u8::try_from(bits >> n).unwrap());
             bits &= (1 << n) - 1;
         }
     }
@@ -771,7 +771,7 @@ fn bundle_hits(path: &Path, needles: &[(String, String)], hits: &mut Vec<String>
 
 /// A base64 token of `user:password` with no `/` (it names a file below).
 fn file_safe_token(tag: &str) -> String {
-    (0..)
+    (0..10_000)
         .map(|i| {
             base64(
                 format!(
