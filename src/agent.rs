@@ -211,11 +211,10 @@ impl Reporter {
             .flat_map(|c| c.scrub.iter().map(|s| s.expose().to_owned()))
             .chain(config.proxy.secrets())
             .collect::<Vec<_>>();
-        let mut collect = CollectContext::new(
-            config.root.clone(),
-            config.command_timeout,
-            Redactor::new(secrets),
-        );
+        let redactor = Redactor::new(secrets);
+        crate::redact::install_for_logs(&redactor);
+        let mut collect =
+            CollectContext::new(config.root.clone(), config.command_timeout, redactor);
         // Big members wait on disk, not in memory: the state directory is on
         // the host's disk, where $TMPDIR may be RAM.
         collect.spill_dir = Some(config.state_dir.clone());
@@ -512,7 +511,9 @@ impl Reporter {
         // The summary stops reading at `limit` itself; the margin covers
         // the parse of what it read.
         match tokio::time::timeout(limit + Duration::from_secs(5), summarize).await {
-            Ok(Ok(summary)) => summary.digest,
+            Ok(Ok(summary)) => summary
+                .digest
+                .map(|digest| self.uploader_template.0.redactor.redact_str(&digest).into_owned()),
             Ok(Err(err)) => {
                 tracing::warn!("summarizing the bootstrap records failed: {err}");
                 None

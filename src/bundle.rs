@@ -170,6 +170,7 @@ pub fn write_bundle<W: Write>(
         limits: *limits,
         used: 0,
         mtime: now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        names: ctx.redactor.clone(),
     };
     sink.append_dir()
         .context("writing the bundle's top directory")?;
@@ -244,6 +245,8 @@ struct TarSink<W: Write> {
     limits: BundleLimits,
     used: u64,
     mtime: u64,
+    /// Member names come from host file names: redacted like their content.
+    names: crate::redact::Redactor,
 }
 
 impl<W: Write> TarSink<W> {
@@ -272,8 +275,11 @@ impl<W: Write> TarSink<W> {
             inner: data.take(size),
             left: size,
         };
-        self.builder
-            .append_data(&mut header, format!("{TOP_DIR}/{path}"), &mut exact)
+        self.builder.append_data(
+            &mut header,
+            format!("{TOP_DIR}/{}", self.names.redact_str(path)),
+            &mut exact,
+        )
     }
 }
 

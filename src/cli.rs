@@ -170,7 +170,8 @@ pub fn init_tracing(level: LogLevel) {
     // journald adds its own timestamps; under a terminal the time helps.
     let builder = tracing_subscriber::fmt()
         .with_max_level(level)
-        .with_writer(std::io::stderr)
+        // Every log line passes the redactor, like everything else emitted.
+        .with_writer(crate::redact::log_writer)
         // journald and log greps want plain text.
         .with_ansi(false)
         .with_target(false);

@@ -109,11 +109,12 @@ pub fn parse_size(value: &str) -> Result<u64, String> {
 
 /// `collect`: exit 0 with a bundle written, or print the error chain and exit 1.
 pub fn collect_command(args: &CollectArgs) -> ExitCode {
-    let stderr = io::stderr();
-    match collect(args, &mut stderr.lock()) {
+    // Its report quotes the records digest and paths: redacted like the
+    // bundle (the rules are installed once the secrets are read).
+    match collect(args, &mut crate::redact::log_writer()) {
         Ok(_) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            let _ = writeln!(crate::redact::log_writer(), "error: {err:#}");
             EXIT_TOOL_FAILURE
         }
     }
@@ -177,11 +178,9 @@ pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manife
             secrets.extend(creds.scrub.iter().map(|s| s.expose().to_owned()));
         }
     }
-    let mut ctx = CollectContext::new(
-        args.root.clone(),
-        args.command_timeout,
-        Redactor::new(secrets),
-    );
+    let redactor = Redactor::new(secrets);
+    crate::redact::install_for_logs(&redactor);
+    let mut ctx = CollectContext::new(args.root.clone(), args.command_timeout, redactor);
     ctx.spill_dir.clone_from(&args.spill_dir);
     ctx.kubelet_healthz_url = Some(args.kubelet_healthz_url.clone());
     let boot_id = ctx

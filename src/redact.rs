@@ -1,45 +1,88 @@
-//! Redaction of secrets from everything the agent ships.
+//! Redaction of secrets from everything the agent emits: bundle members and
+//! their names, the manifest, `progress_info`, its own log lines and the
+//! service's error bodies it quotes.
 //!
 //! Two kinds of secret are replaced by [`MARKER`]:
-//! - the agent's own: the token and pull secret it was handed (literal
-//!   strings, matched anywhere);
+//! - the agent's own (the token and pull secret it was handed), in every
+//!   form it can take on a host: literal, JSON-escaped (once and twice),
+//!   URL-encoded, base64 at each of the three byte alignments (standard and
+//!   URL-safe alphabets), base64-decoded (`user:password` and the password
+//!   alone), a re-serialized pull secret, and any fragment of at least
+//!   [`MIN_FRAGMENT`] bytes of those forms (a token cut short, or split by a
+//!   line wrap: the piece on the other side of the wrap goes too);
 //! - the host's, recognised by shape: values of secret keys (`psk=`,
-//!   `password=`, `wep-key0=`, JSON `"auth":"…"`, `"password":"…"`…), whole
-//!   `"auths":{…}` objects, credentials in URLs (`http://user:pass@proxy`),
-//!   `Authorization:` header values and bearer tokens.
+//!   `password: …`, `"passwordHash":"…"`, `aws_secret_access_key = …`,
+//!   `client-key-data: …`, `--password PW`…), whole `"auths":{…}` objects,
+//!   credentials in URLs (`http://user:pass@proxy`), `Authorization:` header
+//!   values, bearer tokens, `-p PW` in command lines and PEM private key
+//!   blocks (their body, across lines).
+//!
+//! One Aho-Corasick automaton holds every literal form (as windows of
+//! [`WINDOW`] bytes), the words secret keys are made of and the anchors of
+//! the shapes, so a line with none of them costs one pass of the automaton;
+//! only its hits are looked at more closely.
 //!
 //! Content is bytes (journals are not always UTF-8) and arrives in chunks of
 //! any size: [`StreamRedactor`] works line by line, holding back an incomplete
-//! last line, so a secret split across two chunks is still found. A line too
-//! long to hold is cut with a margin larger than any literal secret; a secret
-//! value that runs past the cut is replaced up to the end of its line.
-//! Every replacement is counted; the values themselves are never kept.
+//! last line (and the last complete one, so that a secret split by a line
+//! wrap is seen whole), so a secret split across two chunks is still found.
+//! A line too long to hold is cut with a margin larger than any literal
+//! secret; a secret value that runs past the cut is replaced up to the end of
+//! its line. Every replacement is counted; the values themselves are never
+//! kept anywhere but in the automaton.
 
-use memchr::{memchr, memchr2_iter, memmem, memrchr};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use base64::Engine as _;
+use memchr::{memchr, memmem, memrchr};
 
 /// What replaces a secret in shipped content.
 pub const MARKER: &[u8] = b"[REDACTED]";
 
 /// Secrets shorter than this are not redacted: replacing every "a" or "42"
-/// would destroy the logs and protect nothing.
+/// would destroy the logs and protect nothing. A password shorter than this
+/// inside a longer credential is still redacted with the credential.
 const MIN_SECRET_LEN: usize = 8;
+/// Any run of this many bytes of a known secret (in any of its forms) is
+/// redacted wherever it appears: 20 base64 characters are 120 bits, which
+/// no log line matches by chance, and a token cut to 20 characters or more
+/// still reaches the service.
+pub const MIN_FRAGMENT: usize = 20;
+/// Length of the windows of each secret form held in the automaton, taken
+/// every [`STRIDE`] bytes: any fragment of `WINDOW + STRIDE - 1` bytes holds
+/// one whole window.
+const WINDOW: usize = 12;
+const STRIDE: usize = 8;
+const _: () = assert!(WINDOW + STRIDE - 1 <= MIN_FRAGMENT);
+/// A piece of a secret on the other side of a line wrap is redacted when it
+/// is this long, or all that is left of the secret.
+const MIN_WRAPPED_PIECE: usize = 4;
 /// Longest incomplete line held back before it is cut.
 const MAX_LINE: usize = 256 * 1024;
 /// Bytes held back at a cut: more than any secret-shaped match can need to
 /// be recognised from its start.
 const MIN_HOLD: usize = 8 * 1024;
+/// Largest DFA kept (see [`Engine::build`]).
+const MAX_DFA_BYTES: usize = 8 << 20;
 /// Bearer tokens shorter than this and made of letters only are ordinary
 /// words ("bearer authentication").
 const MIN_BEARER_WORD: usize = 16;
 
 /// Keys whose value is a secret wherever they appear (compared lowercased,
-/// `_` read as `-`).
+/// `_` read as `-`, leading dashes of a command-line flag dropped; the last
+/// dotted component counts too: `802-11-wireless-security.psk`).
 const SECRET_KEYS: &[&str] = &[
     "psk",
     "password",
     "passwd",
     "passphrase",
     "password-raw",
+    "passwordhash",
+    "password-hash",
     "pin",
     "wep-key0",
     "wep-key1",
@@ -54,6 +97,7 @@ const SECRET_KEYS: &[&str] = &[
     "phase2-client-cert-password",
     "preshared-key",
     "client-secret",
+    "client-key-data",
     "auth",
     "auths",
     "identitytoken",
@@ -67,12 +111,25 @@ const SECRET_KEYS: &[&str] = &[
     "authorization",
     "proxy-authorization",
     "x-secret-key",
+    "aws-secret-access-key",
+    "secret-access-key",
+    "secret-key",
 ];
 /// Key suffixes that make any key secret (`http-proxy-password`).
-const SECRET_SUFFIXES: &[&str] = &["-password", "-passwd", "-passphrase", "-psk", "-token"];
+const SECRET_SUFFIXES: &[&str] = &[
+    "-password",
+    "-passwd",
+    "-passphrase",
+    "-psk",
+    "-token",
+    "-secret-access-key",
+];
 /// Keys secret only in NetworkManager keyfiles: elsewhere `private-key=` is
 /// as likely a path and `secret=` names a Kubernetes object.
 const KEYFILE_SECRET_KEYS: &[&str] = &["private-key", "secret", "secrets", "key"];
+/// Every secret key holds one of these (case-insensitive): the automaton
+/// finds them, and only then is the whole key read and checked.
+const KEY_WORDS: &[&str] = &["pass", "psk", "pin", "secret", "token", "auth", "key"];
 
 /// How to read the content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,49 +142,94 @@ pub enum Mode {
     Keyfile,
 }
 
-#[derive(Debug, Clone, Default)]
+/// What a hit of the automaton may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A word secret keys are made of.
+    KeyWord,
+    /// `://`: credentials in a URL.
+    Url,
+    /// `bearer`
+    Bearer,
+    /// `-----BEGIN`
+    PemBegin,
+    /// `-p `
+    ShortPasswordFlag,
+    /// A whole secret form (too short for windows, or a line of a
+    /// structured secret).
+    Literal { form: u32 },
+    /// `WINDOW` bytes of a form, starting at `at`.
+    Window { form: u32, at: u32 },
+}
+
+/// One way a secret may appear in content.
+#[derive(Debug)]
+struct Form {
+    bytes: Vec<u8>,
+    /// Fragments count (tokens, passwords and base64 text), not only the
+    /// whole: false for the lines of a structured secret, whose fragments
+    /// are JSON syntax and registry names.
+    fragments: bool,
+}
+
+#[derive(Debug)]
+struct Engine {
+    automaton: AhoCorasick,
+    roles: Vec<Vec<Role>>,
+    forms: Vec<Form>,
+    longest_form: usize,
+}
+
+/// The rules: the secrets the agent knows and the shapes of everyone's.
+/// Cheap to clone (the automaton is shared).
+#[derive(Debug, Clone)]
 pub struct Redactor {
-    secrets: Vec<Vec<u8>>,
+    engine: Arc<Engine>,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        static SHAPES_ONLY: OnceLock<Arc<Engine>> = OnceLock::new();
+        Self {
+            engine: Arc::clone(SHAPES_ONLY.get_or_init(|| Arc::new(Engine::build(Vec::new())))),
+        }
+    }
 }
 
 impl Redactor {
+    /// Rules for these secrets (the token, the pull secret and its auths:
+    /// their other forms are derived here) and every shape.
     pub fn new<I, S>(secrets: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<[u8]>,
     {
-        let mut list: Vec<Vec<u8>> = Vec::new();
-        for secret in secrets
-            .into_iter()
-            .map(|s| s.as_ref().trim_ascii().to_vec())
-        {
-            // Content is matched line by line, so a multi-line secret (a
-            // pretty-printed pull secret) is matched by each of its lines.
-            if memchr(b'\n', &secret).is_some() {
-                list.extend(
-                    secret
-                        .split(|&b| b == b'\n')
-                        .map(|l| l.trim_ascii().to_vec())
-                        .filter(|l| l.len() >= MIN_SECRET_LEN),
-                );
-            } else if secret.len() >= MIN_SECRET_LEN {
-                list.push(secret);
-            }
+        let forms = derive_forms(secrets);
+        Self {
+            engine: Arc::new(Engine::build(forms)),
         }
-        // Longest first so that a secret containing another is replaced whole.
-        list.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        list.dedup();
-        Self { secrets: list }
     }
 
-    /// The longest literal secret.
+    /// The longest form of a literal secret.
     pub fn longest_secret(&self) -> usize {
-        self.secrets.first().map_or(0, Vec::len)
+        self.engine.longest_form
+    }
+
+    /// The automaton's size, for benchmarks and debug logs.
+    pub fn describe(&self) -> String {
+        let engine = &self.engine;
+        format!(
+            "{} forms, {} patterns, {:?} of {} KiB",
+            engine.forms.len(),
+            engine.roles.len(),
+            engine.automaton.kind(),
+            engine.automaton.memory_usage() / 1024
+        )
     }
 
     /// Whether no literal secret is known (shape rules always apply).
     pub fn is_empty(&self) -> bool {
-        self.secrets.is_empty()
+        self.engine.forms.is_empty()
     }
 
     /// Redacts a complete buffer; returns how many secrets were replaced.
@@ -144,6 +246,16 @@ impl Redactor {
         count
     }
 
+    /// A short text (a member name, a summary, an error reason), redacted.
+    /// Borrowed back when nothing was replaced.
+    pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut data = text.as_bytes().to_vec();
+        if self.redact(&mut data) == 0 {
+            return Cow::Borrowed(text);
+        }
+        Cow::Owned(String::from_utf8_lossy(&data).into_owned())
+    }
+
     /// A redactor for content that arrives in chunks.
     pub fn stream(&self, mode: Mode) -> StreamRedactor {
         StreamRedactor {
@@ -151,13 +263,339 @@ impl Redactor {
             mode,
             pending: Vec::new(),
             swallowing: false,
-            secret_section: false,
+            behind: 0,
+            state: LineState::default(),
             count: 0,
             spans: Vec::new(),
             hold: MIN_HOLD.max(self.longest_secret() + 1).min(MAX_LINE / 2),
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// The reporter's own log lines and the texts it quotes
+
+static LOG_REDACTOR: RwLock<Option<Redactor>> = RwLock::new(None);
+
+/// From now on the reporter's log lines (and texts passed to
+/// [`scrub_for_logs`]) are redacted with these rules too, not only by shape.
+pub fn install_for_logs(redactor: &Redactor) {
+    if let Ok(mut slot) = LOG_REDACTOR.write() {
+        *slot = Some(redactor.clone());
+    }
+}
+
+fn log_redactor() -> Redactor {
+    LOG_REDACTOR
+        .read()
+        .ok()
+        .and_then(|slot| slot.clone())
+        .unwrap_or_default()
+}
+
+/// A text the reporter is about to log or quote (a service's error body).
+pub fn scrub_for_logs(text: &[u8]) -> Vec<u8> {
+    let mut data = text.to_vec();
+    log_redactor().redact(&mut data);
+    data
+}
+
+/// Standard error, through the log redactor, a line at a time: tracing
+/// formats an event into one buffer and writes it whole, so each event is
+/// redacted as one text.
+pub fn log_writer() -> LogWriter {
+    LogWriter { buf: Vec::new() }
+}
+
+pub struct LogWriter {
+    buf: Vec<u8>,
+}
+
+impl LogWriter {
+    fn write_out(&mut self, upto: usize) -> std::io::Result<()> {
+        let mut data: Vec<u8> = self.buf.drain(..upto).collect();
+        log_redactor().redact(&mut data);
+        std::io::stderr().lock().write_all(&data)
+    }
+}
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if let Some(nl) = memrchr(b'\n', &self.buf) {
+            self.write_out(nl + 1)?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        self.write_out(self.buf.len())
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The forms of a secret
+
+/// Structured text (a pull secret): its fragments are JSON syntax.
+fn is_structured(secret: &[u8]) -> bool {
+    secret
+        .iter()
+        .any(|&b| b.is_ascii_whitespace() || matches!(b, b'{' | b'"'))
+}
+
+fn derive_forms<I, S>(secrets: I) -> Vec<Form>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<[u8]>,
+{
+    let mut atomic: Vec<Vec<u8>> = Vec::new();
+    let mut structured: Vec<Vec<u8>> = Vec::new();
+    for secret in secrets {
+        let secret = secret.as_ref().trim_ascii();
+        if secret.len() < MIN_SECRET_LEN {
+            continue;
+        }
+        if !is_structured(secret) {
+            atomic.push(secret.to_vec());
+            continue;
+        }
+        structured.push(secret.to_vec());
+        if let Ok(value) = serde_json::from_slice::<serde_json::Value>(secret) {
+            // The same pull secret serialized again (a `.dockerconfigjson`
+            // written by another tool), and each credential inside it.
+            if let Ok(compact) = serde_json::to_vec(&value) {
+                structured.push(compact);
+            }
+            credentials_in(&value, &mut atomic);
+        }
+    }
+    // `auth` is base64 of `user:password`: both the pair and the password
+    // leak as often as the auth itself (a registry login, a proxy URL).
+    // The pair is matched whole only: its user part (`openshift-release-
+    // dev+ocm_access_…`) names an organisation in every image path, and a
+    // fragment of it is no secret. The password's fragments count.
+    let mut pairs: Vec<Vec<u8>> = Vec::new();
+    for i in 0..atomic.len() {
+        if let Some(decoded) = decode_base64(&atomic[i]) {
+            if let Some(colon) = memchr(b':', &decoded) {
+                let password = decoded[colon + 1..].to_vec();
+                atomic.push(password);
+                pairs.push(decoded);
+            } else {
+                atomic.push(decoded);
+            }
+        }
+    }
+    atomic.retain(|s| s.len() >= MIN_SECRET_LEN);
+
+    let mut forms: Vec<Form> = Vec::new();
+    let mut add = |bytes: Vec<u8>, fragments: bool| {
+        if bytes.len() >= MIN_SECRET_LEN {
+            forms.push(Form { bytes, fragments });
+        }
+    };
+    for secret in &atomic {
+        for form in text_forms(secret) {
+            add(form, true);
+        }
+        for form in base64_forms(secret) {
+            add(form, true);
+        }
+    }
+    for pair in &pairs {
+        for form in text_forms(pair).into_iter().chain(base64_forms(pair)) {
+            add(form, false);
+        }
+    }
+    for secret in &structured {
+        // Content is matched line by line, so a multi-line secret (a
+        // pretty-printed pull secret) is matched by each of its lines.
+        for line in secret.split(|&b| b == b'\n') {
+            add(line.trim_ascii().to_vec(), false);
+        }
+        for form in text_forms(secret).into_iter().skip(1) {
+            add(form, false);
+        }
+        for form in base64_forms(secret) {
+            add(form, true);
+        }
+    }
+    // One entry per form; fragments count if they count for any source.
+    forms.sort_by(|a, b| a.bytes.cmp(&b.bytes).then(b.fragments.cmp(&a.fragments)));
+    forms.dedup_by(|b, a| a.bytes == b.bytes);
+    forms
+}
+
+/// String values of credential keys anywhere in a JSON document.
+fn credentials_in(value: &serde_json::Value, out: &mut Vec<Vec<u8>>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                if let serde_json::Value::String(text) = value {
+                    let key = key.to_ascii_lowercase();
+                    if matches!(
+                        key.as_str(),
+                        "auth" | "password" | "identitytoken" | "registrytoken"
+                    ) {
+                        out.push(text.trim().as_bytes().to_vec());
+                    }
+                } else {
+                    credentials_in(value, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                credentials_in(item, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Printable text that base64 (either alphabet, padded or not) decodes to.
+fn decode_base64(text: &[u8]) -> Option<Vec<u8>> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let decoded = [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
+        .iter()
+        .find_map(|engine| engine.decode(text).ok())?;
+    let printable = decoded.iter().all(|b| (0x20..0x7f).contains(b));
+    (printable && decoded.len() >= MIN_SECRET_LEN).then_some(decoded)
+}
+
+/// The secret as text: literal first, then JSON-escaped (once, as a string
+/// value, and twice, as JSON quoted in a JSON log line) and URL-encoded
+/// (upper- and lower-case hex).
+fn text_forms(secret: &[u8]) -> Vec<Vec<u8>> {
+    let mut forms = vec![secret.to_vec()];
+    if let Ok(text) = std::str::from_utf8(secret) {
+        let once = json_escape(text);
+        let twice = json_escape(&once);
+        forms.push(once.into_bytes());
+        forms.push(twice.into_bytes());
+    }
+    forms.push(url_encode(secret, b"0123456789ABCDEF"));
+    forms.push(url_encode(secret, b"0123456789abcdef"));
+    forms.dedup();
+    forms
+}
+
+fn json_escape(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap_or_default();
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+fn url_encode(data: &[u8], hex: &[u8; 16]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() * 3);
+    for &b in data {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', hex[usize::from(b >> 4)], hex[usize::from(b & 15)]]);
+        }
+    }
+    out
+}
+
+/// Base64 of the secret as part of a larger blob that puts it at each of
+/// the three byte alignments, in both alphabets: the characters that depend
+/// on the secret's bytes only.
+fn base64_forms(secret: &[u8]) -> Vec<Vec<u8>> {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let mut forms = Vec::new();
+    for engine in [STANDARD_NO_PAD, URL_SAFE_NO_PAD] {
+        for align in 0..3 {
+            let mut blob = vec![0u8; align];
+            blob.extend_from_slice(secret);
+            let encoded = engine.encode(&blob).into_bytes();
+            let start = (8 * align).div_ceil(6);
+            let end = 8 * (align + secret.len()) / 6;
+            if end > start {
+                forms.push(encoded[start..end].to_vec());
+            }
+        }
+    }
+    forms.dedup();
+    forms
+}
+
+impl Engine {
+    fn build(forms: Vec<Form>) -> Engine {
+        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut patterns: Vec<Vec<u8>> = Vec::new();
+        let mut roles: Vec<Vec<Role>> = Vec::new();
+        let mut add = |pattern: &[u8], role: Role| {
+            let key = pattern.to_ascii_lowercase();
+            let id = *index.entry(key).or_insert_with(|| {
+                patterns.push(pattern.to_vec());
+                roles.push(Vec::new());
+                patterns.len() - 1
+            });
+            if !roles[id].contains(&role) {
+                roles[id].push(role);
+            }
+        };
+        for word in KEY_WORDS {
+            add(word.as_bytes(), Role::KeyWord);
+        }
+        add(b"://", Role::Url);
+        add(b"bearer", Role::Bearer);
+        add(b"-----BEGIN", Role::PemBegin);
+        add(b"-p ", Role::ShortPasswordFlag);
+        for (i, form) in forms.iter().enumerate() {
+            let form_id = u32::try_from(i).expect("fewer than 4G forms");
+            if !form.fragments || form.bytes.len() < MIN_FRAGMENT {
+                add(&form.bytes, Role::Literal { form: form_id });
+                continue;
+            }
+            let mut at = 0;
+            while at + WINDOW <= form.bytes.len() {
+                add(
+                    &form.bytes[at..at + WINDOW],
+                    Role::Window {
+                        form: form_id,
+                        at: u32::try_from(at).expect("forms are short"),
+                    },
+                );
+                at += STRIDE;
+            }
+        }
+        // A DFA: the automaton is walked over every byte shipped. Its size
+        // grows with the secrets' length; past MAX_DFA_BYTES (a pull secret
+        // with several long registry auths) the contiguous NFA, a little
+        // slower and far smaller, keeps the reporter's memory flat.
+        let build = |kind| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .match_kind(MatchKind::Standard)
+                .kind(Some(kind))
+                .build(&patterns)
+        };
+        let automaton = build(AhoCorasickKind::DFA)
+            .ok()
+            .filter(|dfa| dfa.memory_usage() <= MAX_DFA_BYTES)
+            .unwrap_or_else(|| build(AhoCorasickKind::ContiguousNFA).expect("patterns are short"));
+        let longest_form = forms.iter().map(|f| f.bytes.len()).max().unwrap_or(0);
+        Engine {
+            automaton,
+            roles,
+            forms,
+            longest_form,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Streaming
 
 /// One replacement: `start..end` of the scanned buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,10 +606,35 @@ struct Span {
     quoted: bool,
     /// Ends where the buffer ends and may continue past it.
     open: bool,
+    /// Counted as a redaction and shown as [`MARKER`]; false for the rest
+    /// of a PEM block whose marker was emitted with its start.
+    counted: bool,
+}
+
+impl Span {
+    fn new(start: usize, end: usize) -> Span {
+        Span {
+            start,
+            end,
+            quoted: false,
+            open: false,
+            counted: true,
+        }
+    }
+}
+
+/// What one line leaves for the next.
+#[derive(Debug, Clone, Copy, Default)]
+struct LineState {
+    /// Inside the body of a PEM private key block.
+    in_pem: bool,
+    /// Inside a keyfile `[…-secrets]` section.
+    secret_section: bool,
 }
 
 /// Redacts content pushed in chunks, passing redacted bytes to a sink as
-/// soon as their lines are complete.
+/// soon as their lines are complete (all but the last complete line, which
+/// waits for the next one in case a secret continues on it).
 pub struct StreamRedactor {
     rules: Redactor,
     mode: Mode,
@@ -179,8 +642,10 @@ pub struct StreamRedactor {
     /// Dropping bytes up to the next newline: the rest of a line whose secret
     /// ran past a cut, or the partial first line after a seek.
     swallowing: bool,
-    /// Inside a keyfile `[…-secrets]` section.
-    secret_section: bool,
+    /// Bytes at the start of `pending` already emitted: the last line, kept
+    /// as context (the start of a secret wrapped onto the next line).
+    behind: usize,
+    state: LineState,
     count: usize,
     spans: Vec<Span>,
     hold: usize,
@@ -204,14 +669,14 @@ impl StreamRedactor {
         self.drain(false, sink);
     }
 
-    /// Flushes the last, unterminated line; returns the redaction count.
+    /// Flushes the last lines; returns the redaction count.
     pub fn finish(mut self, sink: &mut dyn FnMut(&[u8])) -> usize {
         self.drain(true, sink);
         self.count
     }
 
     fn drain(&mut self, last: bool, sink: &mut dyn FnMut(&[u8])) {
-        let mut offset = 0;
+        let mut offset = self.behind;
         loop {
             let rest = &self.pending[offset..];
             if self.swallowing {
@@ -224,13 +689,6 @@ impl StreamRedactor {
                 }
                 continue;
             }
-            let rest = &self.pending[offset..];
-            if let Some(nl) = memrchr(b'\n', rest) {
-                let end = offset + nl + 1;
-                self.emit_lines(offset, end, sink);
-                offset = end;
-                continue;
-            }
             if rest.is_empty() {
                 break;
             }
@@ -239,13 +697,32 @@ impl StreamRedactor {
                 offset = self.pending.len();
                 break;
             }
+            if let Some(nl) = memrchr(b'\n', rest) {
+                // Emit all but the last complete line.
+                if let Some(before) = memrchr(b'\n', &rest[..nl]) {
+                    let end = offset + before + 1;
+                    self.emit_lines(offset, end, sink);
+                    offset = end;
+                    continue;
+                }
+                if rest.len() - nl - 1 > MAX_LINE {
+                    // The next line is overlong: no more waiting for it.
+                    let end = offset + nl + 1;
+                    self.emit_lines(offset, end, sink);
+                    offset = end;
+                    continue;
+                }
+                break;
+            }
             if rest.len() > MAX_LINE {
                 offset = self.cut_long_line(offset, sink);
                 continue;
             }
             break;
         }
-        self.pending.drain(..offset);
+        let keep = context_start(&self.pending, offset);
+        self.pending.drain(..keep);
+        self.behind = offset - keep;
     }
 
     /// Redacts and emits `pending[from..to]`, which ends at a line end or at
@@ -258,14 +735,15 @@ impl StreamRedactor {
                 let end = memchr(b'\n', &self.pending[start..to]).map_or(to, |i| start + i + 1);
                 let line = &self.pending[start..end];
                 if let Some(section) = section_name(line) {
-                    self.secret_section = section.ends_with(b"-secrets");
+                    self.state.secret_section = section.ends_with(b"-secrets");
                 }
                 self.spans.clear();
                 scan(
-                    &self.rules,
+                    &self.rules.engine,
                     line,
+                    (0, line.len()),
                     Mode::Keyfile,
-                    self.secret_section,
+                    &mut self.state,
                     false,
                     &mut self.spans,
                 );
@@ -274,17 +752,23 @@ impl StreamRedactor {
             }
             return;
         }
+        // Scanned with the line before and the line after as context, so a
+        // secret wrapped across lines is seen whole; only spans inside the
+        // block are applied here.
         self.spans.clear();
-        let block = &self.pending[from..to];
+        let start = context_start(&self.pending, from);
+        let end = memchr(b'\n', &self.pending[to..]).map_or(to, |i| to + i + 1);
+        let context = &self.pending[start..end];
         scan(
-            &self.rules,
-            block,
+            &self.rules.engine,
+            context,
+            (from - start, to - start),
             Mode::Text,
-            false,
+            &mut self.state,
             false,
             &mut self.spans,
         );
-        self.count += emit_with_spans(block, &self.spans, sink);
+        self.count += emit_with_spans(&self.pending[from..to], &self.spans, sink);
     }
 
     /// Emits most of an overlong incomplete line, keeping back enough to
@@ -292,11 +776,13 @@ impl StreamRedactor {
     fn cut_long_line(&mut self, offset: usize, sink: &mut dyn FnMut(&[u8])) -> usize {
         let buf = &self.pending[offset..];
         self.spans.clear();
+        let mut state = self.state;
         scan(
-            &self.rules,
+            &self.rules.engine,
             buf,
+            (0, buf.len()),
             self.mode,
-            self.secret_section,
+            &mut state,
             true,
             &mut self.spans,
         );
@@ -310,22 +796,28 @@ impl StreamRedactor {
                 let before = &self.spans[..=i];
                 self.count += emit_with_spans(&buf[..span.end], before, sink);
                 self.swallowing = true;
+                self.state = state;
                 return offset + buf.len();
             }
             cut = span.end;
         }
         let keep = self.spans.iter().take_while(|s| s.end <= cut).count();
+        // A PEM body still open at the cut would be the open span above; a
+        // block begun after the cut is scanned again with what follows.
+        self.state.in_pem = false;
         self.count += emit_with_spans(&buf[..cut], &self.spans[..keep], sink);
         offset + cut
     }
 }
 
-/// Emits `buf` with each span replaced; returns the number of spans.
+/// Emits `buf` with each span replaced; returns the number of secrets.
 fn emit_with_spans(buf: &[u8], spans: &[Span], sink: &mut dyn FnMut(&[u8])) -> usize {
     let mut at = 0;
     for span in spans {
         sink(&buf[at..span.start]);
-        if span.quoted {
+        if !span.counted {
+            // Continues a replacement already shown.
+        } else if span.quoted {
             sink(b"\"");
             sink(MARKER);
             sink(b"\"");
@@ -335,7 +827,16 @@ fn emit_with_spans(buf: &[u8], spans: &[Span], sink: &mut dyn FnMut(&[u8])) -> u
         at = span.end;
     }
     sink(&buf[at..]);
-    spans.len()
+    spans.iter().filter(|s| s.counted).count()
+}
+
+/// Where the context before `at` starts: the line that ends there, at most
+/// [`MIN_HOLD`] bytes of it.
+fn context_start(buf: &[u8], at: usize) -> usize {
+    if at == 0 {
+        return 0;
+    }
+    line_start(buf, at - 1).max(at.saturating_sub(MIN_HOLD))
 }
 
 fn section_name(line: &[u8]) -> Option<&[u8]> {
@@ -344,34 +845,97 @@ fn section_name(line: &[u8]) -> Option<&[u8]> {
     Some(inner)
 }
 
-/// Finds every secret in `buf`; `spans` comes back sorted and disjoint.
+// ---------------------------------------------------------------------------
+// Scanning
+
+/// Finds every secret in `buf[block.0..block.1]`, the rest of `buf` being
+/// context; `spans` comes back relative to the block, sorted and disjoint.
+/// `state` is the state at the start of the block, and becomes the state at
+/// its end.
+#[allow(clippy::too_many_arguments)]
 fn scan(
-    rules: &Redactor,
+    engine: &Engine,
     buf: &[u8],
+    block: (usize, usize),
     mode: Mode,
-    secret_section: bool,
+    state: &mut LineState,
     open_end: bool,
     spans: &mut Vec<Span>,
 ) {
+    let (from, to) = block;
     let mut found: Vec<Span> = Vec::new();
-    for secret in &rules.secrets {
-        for start in memmem::find_iter(buf, secret) {
-            found.push(Span {
-                start,
-                end: start + secret.len(),
-                quoted: false,
-                open: false,
-            });
+    // Whether a PEM body goes on past the block.
+    let mut pem_open = false;
+    if state.in_pem {
+        // The body of a key begun in an earlier block.
+        let end = pem_end(buf, from);
+        pem_open = end.is_none_or(|end| end > to);
+        found.push(Span {
+            counted: false,
+            open: end.is_none(),
+            ..Span::new(from, end.unwrap_or(buf.len()))
+        });
+    }
+    if mode == Mode::Keyfile && state.secret_section {
+        if let Some(eq) = memchr(b'=', buf) {
+            if let Some(span) = value_span(buf, eq + 1, End::Line, open_end) {
+                found.push(span);
+            }
         }
     }
-    key_values(buf, mode, secret_section, open_end, &mut found);
-    url_credentials(buf, open_end, &mut found);
-    bearer_tokens(buf, open_end, &mut found);
+    let mut last_key_end = usize::MAX;
+    for hit in engine.automaton.find_overlapping_iter(buf) {
+        let (start, end) = (hit.start(), hit.end());
+        for &role in &engine.roles[hit.pattern().as_usize()] {
+            match role {
+                Role::Window { form, at } => {
+                    let form = &engine.forms[form as usize].bytes;
+                    if let Some((span, form_start, form_end)) =
+                        fragment(buf, start, end, form, at as usize)
+                    {
+                        wrapped_pieces(buf, &span, form, form_start, form_end, &mut found);
+                        found.push(span);
+                    }
+                }
+                Role::Literal { form } => {
+                    if &buf[start..end] == engine.forms[form as usize].bytes.as_slice() {
+                        found.push(Span::new(start, end));
+                    }
+                }
+                Role::KeyWord => {
+                    let key_end = start + word_len(&buf[start..]);
+                    if key_end != last_key_end {
+                        last_key_end = key_end;
+                        key_value(buf, key_end, mode, open_end, &mut found);
+                    }
+                }
+                Role::Url => url_credentials(buf, start, open_end, &mut found),
+                Role::Bearer => bearer_token(buf, start, open_end, &mut found),
+                // One begun before the block was handled with its line.
+                Role::PemBegin if (from..to).contains(&start) => {
+                    if let Some(span) = pem_block(buf, start) {
+                        pem_open |= span.open || span.end > to;
+                        found.push(span);
+                    }
+                }
+                Role::PemBegin => {}
+                Role::ShortPasswordFlag => short_password_flag(buf, start, open_end, &mut found),
+            }
+        }
+    }
+
+    state.in_pem = pem_open;
 
     // Earliest first; of two starting together the longer. Overlaps are
     // merged into the earlier span so no fragment of either survives.
     found.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
-    for span in found {
+    for mut span in found {
+        // Only what falls inside the block.
+        if span.end <= from || span.start >= to {
+            continue;
+        }
+        span.start = span.start.max(from) - from;
+        span.end = span.end.min(to) - from;
         match spans.last_mut() {
             Some(last) if span.start < last.end => {
                 if span.end > last.end {
@@ -379,17 +943,140 @@ fn scan(
                     last.open = span.open;
                     last.quoted = false;
                 }
+                last.counted |= span.counted;
             }
             _ => spans.push(span),
         }
     }
 }
 
+/// The longest run of `form` around the window `buf[start..end]` ==
+/// `form[at..at + WINDOW]`, if it is long enough to be a secret: the span
+/// and the part of the form it covers.
+fn fragment(
+    buf: &[u8],
+    start: usize,
+    end: usize,
+    form: &[u8],
+    at: usize,
+) -> Option<(Span, usize, usize)> {
+    if buf[start..end] != form[at..at + WINDOW] {
+        return None;
+    }
+    let before = buf[..start]
+        .iter()
+        .rev()
+        .zip(form[..at].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let after = buf[end..]
+        .iter()
+        .zip(&form[at + WINDOW..])
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (form_start, form_end) = (at - before, at + WINDOW + after);
+    let len = form_end - form_start;
+    (len >= MIN_FRAGMENT || len == form.len())
+        .then(|| (Span::new(start - before, end + after), form_start, form_end))
+}
+
+/// The rest of a secret on the lines around a fragment that ends (starts)
+/// at a line break: a token wrapped by a terminal, `base64`, or a logger.
+fn wrapped_pieces(
+    buf: &[u8],
+    span: &Span,
+    form: &[u8],
+    form_start: usize,
+    form_end: usize,
+    out: &mut Vec<Span>,
+) {
+    // Forward, across as many wraps as it takes.
+    let (mut at, mut form_at) = (span.end, form_end);
+    while form_at < form.len() {
+        let Some(next) = after_line_break(buf, at) else {
+            break;
+        };
+        let len = buf[next..]
+            .iter()
+            .zip(&form[form_at..])
+            .take_while(|(a, b)| a == b)
+            .count();
+        if len < MIN_WRAPPED_PIECE && form_at + len < form.len() || len == 0 {
+            break;
+        }
+        out.push(Span::new(next, next + len));
+        at = next + len;
+        form_at += len;
+    }
+    // Backward: the start of the secret at the end of the line above.
+    let (mut at, mut form_at) = (span.start, form_start);
+    while form_at > 0 {
+        let Some(prev_end) = before_line_break(buf, at) else {
+            break;
+        };
+        let len = buf[..prev_end]
+            .iter()
+            .rev()
+            .zip(form[..form_at].iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        if len < MIN_WRAPPED_PIECE && len < form_at || len == 0 {
+            break;
+        }
+        out.push(Span::new(prev_end - len, prev_end));
+        at = prev_end - len;
+        form_at -= len;
+    }
+}
+
+/// Where the next line's text starts (after its indentation), when `at` is
+/// the end of a line.
+fn after_line_break(buf: &[u8], at: usize) -> Option<usize> {
+    let rest = &buf[at..];
+    let skip = if rest.starts_with(b"\r\n") {
+        2
+    } else if rest.starts_with(b"\n") {
+        1
+    } else {
+        return None;
+    };
+    let mut next = at + skip;
+    while next < buf.len() && matches!(buf[next], b' ' | b'\t') {
+        next += 1;
+    }
+    Some(next)
+}
+
+/// Where the previous line's text ends, when `at` is the start of a line's
+/// text (after its indentation).
+fn before_line_break(buf: &[u8], at: usize) -> Option<usize> {
+    let mut start = at;
+    while start > 0 && matches!(buf[start - 1], b' ' | b'\t') {
+        start -= 1;
+    }
+    if start == 0 || buf[start - 1] != b'\n' {
+        return None;
+    }
+    let mut end = start - 1;
+    if end > 0 && buf[end - 1] == b'\r' {
+        end -= 1;
+    }
+    Some(end)
+}
+
 fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')
 }
 
+fn word_len(rest: &[u8]) -> usize {
+    rest.iter()
+        .position(|&b| !is_key_byte(b))
+        .unwrap_or(rest.len())
+}
+
 fn is_secret_key(key: &[u8], mode: Mode) -> bool {
+    let key = key.trim_ascii_start();
+    let key = &key[key.iter().take_while(|&&b| b == b'-').count()..];
     if key.is_empty() || key.len() > 64 {
         return false;
     }
@@ -402,10 +1089,14 @@ fn is_secret_key(key: &[u8], mode: Mode) -> bool {
         };
     }
     let norm = &norm[..key.len()];
-    let is = |list: &[&str]| list.iter().any(|k| k.as_bytes() == norm);
-    is(SECRET_KEYS)
-        || SECRET_SUFFIXES.iter().any(|s| norm.ends_with(s.as_bytes()))
-        || (mode == Mode::Keyfile && is(KEYFILE_SECRET_KEYS))
+    let last = memrchr(b'.', norm).map_or(norm, |dot| &norm[dot + 1..]);
+    let is = |list: &[&str], key: &[u8]| list.iter().any(|k| k.as_bytes() == key);
+    let secret = |key: &[u8]| {
+        is(SECRET_KEYS, key)
+            || SECRET_SUFFIXES.iter().any(|s| key.ends_with(s.as_bytes()))
+            || (mode == Mode::Keyfile && is(KEYFILE_SECRET_KEYS, key))
+    };
+    secret(norm) || secret(last)
 }
 
 fn line_start(buf: &[u8], at: usize) -> usize {
@@ -421,59 +1112,69 @@ fn line_end(buf: &[u8], at: usize) -> usize {
     }
 }
 
-/// `key=value`, `key: value` (headers) and `"key": "value"` (JSON, also
-/// with escaped quotes inside a log line).
-fn key_values(buf: &[u8], mode: Mode, secret_section: bool, open_end: bool, out: &mut Vec<Span>) {
-    for sep in memchr2_iter(b'=', b':', buf) {
-        // Key: the identifier right before the separator, perhaps quoted.
-        let mut key_end = sep;
-        while key_end > 0 && buf[key_end - 1] == b' ' {
-            key_end -= 1;
-        }
-        let mut quoted_key = false;
-        if key_end > 0 && buf[key_end - 1] == b'"' {
-            quoted_key = true;
-            key_end -= 1;
-            if key_end > 0 && buf[key_end - 1] == b'\\' {
-                key_end -= 1;
+/// The value of the key that ends at `key_end`, if it is a secret key:
+/// `key=value`, `key: value` (headers, YAML, and mid-line in logs), `"key":
+/// "value"` (JSON, also with escaped quotes inside a log line) and
+/// `--key value` (a command line).
+fn key_value(buf: &[u8], key_end: usize, mode: Mode, open_end: bool, out: &mut Vec<Span>) {
+    let mut key_start = key_end;
+    while key_start > 0 && is_key_byte(buf[key_start - 1]) {
+        key_start -= 1;
+    }
+    let key = &buf[key_start..key_end];
+    // After the key: a closing quote (perhaps escaped), blanks, separator.
+    // Checked first: most words found are no key at all.
+    let mut sep = key_end;
+    let mut quoted_key = false;
+    if buf[sep..].starts_with(b"\\\"") {
+        quoted_key = true;
+        sep += 2;
+    } else if buf.get(sep) == Some(&b'"') {
+        quoted_key = true;
+        sep += 1;
+    }
+    while sep < buf.len() && buf[sep] == b' ' {
+        sep += 1;
+    }
+    let is_separator = matches!(buf.get(sep), Some(b'=' | b':'));
+    let is_flag = key.starts_with(b"-") && !quoted_key && sep == key_end + 1;
+    if !(is_separator || is_flag) || !is_secret_key(key, mode) {
+        return;
+    }
+    let first_on_line = buf[line_start(buf, key_start)..key_start]
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'"' | b'\\'));
+    if !is_separator {
+        // `--password PW`: a flag, one blank, a value that is no flag.
+        if sep < buf.len() && !matches!(buf[sep], b'-' | b'\n' | b'\r') {
+            if let Some(span) = value_span(buf, sep, End::Word, open_end) {
+                out.push(span);
             }
         }
-        let mut key_start = key_end;
-        while key_start > 0 && is_key_byte(buf[key_start - 1]) {
-            key_start -= 1;
-        }
-        let key = &buf[key_start..key_end];
-        if key.is_empty() {
-            continue;
-        }
-        let first_on_line = buf[line_start(buf, key_start)..key_start]
-            .iter()
-            .all(|b| matches!(b, b' ' | b'\t' | b'"' | b'\\'));
-        let in_secret_section = mode == Mode::Keyfile && secret_section && buf[sep] == b'=';
-        if !in_secret_section && !is_secret_key(key, mode) {
-            continue;
-        }
-        // A colon only separates JSON keys, YAML keys and header names,
-        // never `host:port` or a timestamp.
-        let mut end = if first_on_line || mode == Mode::Keyfile {
-            End::Line
-        } else {
-            End::Word
-        };
-        if buf[sep] == b':' && !quoted_key && !first_on_line {
-            let lower = key.to_ascii_lowercase();
-            if !lower.ends_with(b"authorization") && lower != b"x-secret-key" {
-                continue;
-            }
+        return;
+    }
+    let mut end = if first_on_line || mode == Mode::Keyfile {
+        End::Line
+    } else {
+        End::Word
+    };
+    if buf[sep] == b':' && !quoted_key && !first_on_line {
+        // A header quoted inside a command line runs to its quote.
+        let lower = key.to_ascii_lowercase();
+        if lower.ends_with(b"authorization") || lower == b"x-secret-key" {
             end = End::LineOrQuote;
         }
-        let mut v = sep + 1;
-        while v < buf.len() && matches!(buf[v], b' ' | b'\t') {
-            v += 1;
-        }
-        if let Some(span) = value_span(buf, v, end, open_end) {
-            out.push(span);
-        }
+    }
+    let mut v = sep + 1;
+    // `scheme://`: the colon of a URL, not a separator.
+    if buf[sep] == b':' && buf[v..].starts_with(b"//") {
+        return;
+    }
+    while v < buf.len() && matches!(buf[v], b' ' | b'\t') {
+        v += 1;
+    }
+    if let Some(span) = value_span(buf, v, end, open_end) {
+        out.push(span);
     }
 }
 
@@ -493,10 +1194,9 @@ fn value_span(buf: &[u8], v: usize, end_at: End, open_end: bool) -> Option<Span>
     let rest = &buf[v..];
     let span = |start: usize, end: usize, quoted: bool, open: bool| {
         (end > start && &buf[start..end] != MARKER).then_some(Span {
-            start,
-            end,
             quoted,
             open,
+            ..Span::new(start, end)
         })
     };
     if rest.is_empty() {
@@ -525,6 +1225,9 @@ fn value_span(buf: &[u8], v: usize, end_at: End, open_end: bool) -> Option<Span>
         // `"auths": {...}`: the whole object, when it closes on this line;
         // otherwise its inner `"auth"` values are found one by one.
         return balanced_object(buf, v).and_then(|end| span(v, end, true, false));
+    }
+    if rest[0] == b'\n' || rest[0] == b'\r' {
+        return None;
     }
     let eol = line_end(buf, v);
     let end = match end_at {
@@ -576,56 +1279,43 @@ fn balanced_object(buf: &[u8], start: usize) -> Option<usize> {
     None
 }
 
-/// `scheme://user:password@host`: the password (or a lone token used as
-/// user name) is replaced, the user name kept.
-fn url_credentials(buf: &[u8], open_end: bool, out: &mut Vec<Span>) {
-    for at in memmem::find_iter(buf, b"://") {
-        let start = at + 3;
-        let mut i = start;
-        let mut colon = None;
-        while i < buf.len() {
-            let b = buf[i];
-            if b == b'@' {
-                break;
-            }
-            if b.is_ascii_whitespace()
-                || matches!(b, b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>' | b'\\')
-            {
-                i = usize::MAX;
-                break;
-            }
-            if b == b':' && colon.is_none() {
-                colon = Some(i);
-            }
-            i += 1;
+/// `scheme://user:password@host` at `at` (the `://`): the password (or a
+/// lone token used as user name) is replaced, the user name kept.
+fn url_credentials(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
+    let start = at + 3;
+    let mut i = start;
+    let mut colon = None;
+    while i < buf.len() {
+        let b = buf[i];
+        if b == b'@' {
+            break;
         }
-        if i == usize::MAX {
-            continue;
+        if b.is_ascii_whitespace()
+            || matches!(b, b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>' | b'\\')
+        {
+            return;
         }
-        if i >= buf.len() {
-            if open_end {
-                out.push(Span {
-                    start,
-                    end: buf.len(),
-                    quoted: false,
-                    open: true,
-                });
-            }
-            continue;
+        if b == b':' && colon.is_none() {
+            colon = Some(i);
         }
-        // A bare user name (`git@`) is no secret; a long one is a token.
-        if colon.is_none() && i - start < MIN_SECRET_LEN {
-            continue;
-        }
-        let secret_start = colon.map_or(start, |c| c + 1);
-        if i > secret_start && &buf[secret_start..i] != MARKER {
+        i += 1;
+    }
+    if i >= buf.len() {
+        if open_end {
             out.push(Span {
-                start: secret_start,
-                end: i,
-                quoted: false,
-                open: false,
+                open: true,
+                ..Span::new(start, buf.len())
             });
         }
+        return;
+    }
+    // A bare user name (`git@`) is no secret; a long one is a token.
+    if colon.is_none() && i - start < MIN_SECRET_LEN {
+        return;
+    }
+    let secret_start = colon.map_or(start, |c| c + 1);
+    if i > secret_start && &buf[secret_start..i] != MARKER {
+        out.push(Span::new(secret_start, i));
     }
 }
 
@@ -633,34 +1323,85 @@ fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'=')
 }
 
-/// `Bearer <token>` anywhere (also outside an `Authorization:` header).
-fn bearer_tokens(buf: &[u8], open_end: bool, out: &mut Vec<Span>) {
-    for at in memmem::find_iter(buf, b"earer") {
-        if at == 0 || !matches!(buf[at - 1], b'B' | b'b') {
-            continue;
-        }
-        let mut start = at + 5;
-        if start >= buf.len() || buf[start] != b' ' {
-            continue;
-        }
-        while start < buf.len() && buf[start] == b' ' {
-            start += 1;
-        }
-        let len = buf[start..]
-            .iter()
-            .position(|&b| !is_token_byte(b))
-            .unwrap_or(buf.len() - start);
-        let token = &buf[start..start + len];
-        let wordlike = token.iter().all(u8::is_ascii_alphabetic) && len < MIN_BEARER_WORD;
-        if len < MIN_SECRET_LEN || wordlike {
-            continue;
-        }
-        out.push(Span {
-            start,
-            end: start + len,
-            quoted: false,
-            open: open_end && start + len == buf.len(),
-        });
+/// `Bearer <token>` at `at` (also outside an `Authorization:` header).
+fn bearer_token(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
+    let mut start = at + b"bearer".len();
+    if start >= buf.len() || buf[start] != b' ' {
+        return;
+    }
+    while start < buf.len() && buf[start] == b' ' {
+        start += 1;
+    }
+    let len = buf[start..]
+        .iter()
+        .position(|&b| !is_token_byte(b))
+        .unwrap_or(buf.len() - start);
+    let token = &buf[start..start + len];
+    let wordlike = token.iter().all(u8::is_ascii_alphabetic) && len < MIN_BEARER_WORD;
+    if len < MIN_SECRET_LEN || wordlike || token == MARKER {
+        return;
+    }
+    out.push(Span {
+        open: open_end && start + len == buf.len(),
+        ..Span::new(start, start + len)
+    });
+}
+
+/// The body of a PEM private key block whose header starts at `at`: from
+/// after the header to the `-----END` line (a key pasted in a JSON string
+/// with `\n` escapes ends on the same line). Open when the end is not in
+/// `buf`: the block goes on in the next one.
+fn pem_block(buf: &[u8], at: usize) -> Option<Span> {
+    let eol = line_end(buf, at);
+    let header_len = memmem::find(&buf[at + 10..eol], b"-----")? + 15;
+    let header = &buf[at..at + header_len];
+    memmem::find(header, b"PRIVATE KEY")?;
+    let body = at + header_len;
+    let end = pem_end(buf, body);
+    Some(Span {
+        open: end.is_none(),
+        ..Span::new(body, end.unwrap_or(buf.len()))
+    })
+}
+
+/// Where the `-----END` marker of a PEM block is, searching from `from`.
+fn pem_end(buf: &[u8], from: usize) -> Option<usize> {
+    memmem::find(&buf[from..], b"-----END").map(|i| from + i)
+}
+
+/// `-p PW` in a command line (`podman login -u user -p PW`, `mysql -p PW`,
+/// `sshpass -p PW`). Not a path (`mkdir -p /var/lib/x`), a port or a port
+/// mapping (`ssh -p 22`, `podman run -p 8080:80`), a variable or a flag.
+fn short_password_flag(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
+    if at > 0 && !matches!(buf[at - 1], b' ' | b'\t' | b'"' | b'\'') {
+        return;
+    }
+    if buf[at + 1] != b'p' {
+        return; // `-P `: another flag
+    }
+    let v = at + 3;
+    let Some(&first) = buf.get(v) else {
+        return;
+    };
+    if matches!(
+        first,
+        b'/' | b'.' | b'~' | b'$' | b'-' | b' ' | b'\n' | b'\r'
+    ) {
+        return;
+    }
+    let word = &buf[v..];
+    let len = word
+        .iter()
+        .position(u8::is_ascii_whitespace)
+        .unwrap_or(word.len());
+    if word[..len]
+        .iter()
+        .all(|b| b.is_ascii_digit() || matches!(b, b':' | b'.' | b'/' | b'-'))
+    {
+        return;
+    }
+    if let Some(span) = value_span(buf, v, End::Word, open_end) {
+        out.push(span);
     }
 }
 
@@ -877,5 +1618,260 @@ mod tests {
         });
         s.finish(&mut |b| out.extend_from_slice(b));
         assert_eq!(out, b"\nnext\n");
+    }
+
+    // ---- encoded forms of the agent's own secrets
+
+    const TOKEN: &str = "ZTJlLXRva2VuOlMzY3IzdC1hYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAxMjM0NTY3ODk=";
+
+    fn b64(data: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(data)
+    }
+
+    fn assert_gone(r: &Redactor, text: &str, secret: &str) -> String {
+        let (out, n) = redact(r, text);
+        assert!(!out.contains(secret), "{secret:?} survived in {out:?}");
+        assert!(n >= 1, "nothing counted for {text:?}");
+        out
+    }
+
+    #[test]
+    fn token_in_every_encoding() {
+        let r = Redactor::new([TOKEN]);
+        let decoded = "e2e-token:S3cr3t-abcdefghijklmnopqrstuvwxyz0123456789";
+        let password = "S3cr3t-abcdefghijklmnopqrstuvwxyz0123456789";
+        let url = TOKEN.replace('=', "%3D");
+        let cases: Vec<(String, &str)> = vec![
+            (format!("plain {TOKEN} end"), TOKEN),
+            (format!(r#"json {{\"token\":\"{TOKEN}\"}}"#), TOKEN),
+            (format!("url https://x/?t={url}&a=b"), &url),
+            (
+                format!("url lower {} end", url.replace("%3D", "%3d")),
+                "%3d",
+            ),
+            (format!("decoded {decoded} end"), decoded),
+            (format!("password alone {password} end"), password),
+            (format!("prefix {} end", &TOKEN[..44]), &TOKEN[..44]),
+            (format!("suffix {} end", &TOKEN[30..]), &TOKEN[30..]),
+        ];
+        for (text, secret) in &cases {
+            assert_gone(&r, text, secret);
+        }
+        // Base64 of a blob holding the token (and its decoded pair) at each
+        // alignment.
+        for secret in [TOKEN, decoded] {
+            for pad in ["", "x", "xy", "xyz"] {
+                let blob = b64(format!("{pad}{{\"a\":\"{secret}\"}} trailing").as_bytes());
+                let out = assert_gone(&r, &format!("blob {blob}"), &blob);
+                // Only the characters that mix in other bytes may remain.
+                let left = out.len() - "blob ".len() - MARKER.len();
+                assert!(left <= 40, "{out}");
+            }
+        }
+    }
+
+    #[test]
+    fn pull_secret_and_its_auths_in_every_encoding() {
+        let auth = b64(b"quay-bot+robot:Pa55w0rd-quay-9876543210");
+        let pull = format!(
+            r#"{{"auths":{{"cloud.openshift.com":{{"auth":"{TOKEN}","email":"a@b.c"}},"quay.io":{{"auth":"{auth}","email":"a@b.c"}}}}}}"#
+        );
+        // As the config hands it over: the token, the auths, the text.
+        let r = Redactor::new([TOKEN, auth.as_str(), pull.as_str()]);
+        let whole = b64(pull.as_bytes());
+        assert_gone(&r, &format!("  .dockerconfigjson: {whole}"), &whole[..40]);
+        assert_gone(
+            &r,
+            "robot quay-bot+robot:Pa55w0rd-quay-9876543210 x",
+            "Pa55w0rd",
+        );
+        assert_gone(&r, "pw Pa55w0rd-quay-9876543210 x", "Pa55w0rd");
+        // Pretty-printed by another tool: the same secret, re-serialized.
+        let pretty: serde_json::Value = serde_json::from_str(&pull).unwrap();
+        let pretty = serde_json::to_string_pretty(&pretty).unwrap();
+        let (out, _) = redact(&r, &pretty);
+        assert!(!out.contains(TOKEN) && !out.contains(&auth), "{out}");
+        // The pull secret alone is enough: its auths are found inside it.
+        let r = Redactor::new([pull.as_str()]);
+        assert_gone(&r, &format!("auth {auth} x"), &auth);
+        assert_gone(&r, "pw Pa55w0rd-quay-9876543210 x", "Pa55w0rd");
+        // And so is its JSON-escaped form inside a JSON log line.
+        let escaped = serde_json::to_string(&pull).unwrap();
+        assert_gone(
+            &r,
+            &format!("{{\"msg\":{escaped}}}"),
+            "cloud.openshift.com\\\":{",
+        );
+    }
+
+    #[test]
+    fn base64_wrapped_at_76_columns_is_redacted_line_by_line() {
+        let pull = format!(r#"{{"auths":{{"cloud.openshift.com":{{"auth":"{TOKEN}"}}}}}}"#);
+        let r = Redactor::new([pull.as_str()]);
+        let whole = b64(pull.as_bytes());
+        let wrapped: Vec<&str> = whole
+            .as_bytes()
+            .chunks(76)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        let text = format!("data:\n{}\nend\n", wrapped.join("\n"));
+        for size in [1, 7, 64, 4096] {
+            let (out, _) = chunked(&r, text.as_bytes(), size);
+            let out = String::from_utf8(out).unwrap();
+            for piece in &wrapped {
+                assert!(!out.contains(piece), "{piece} in {out}");
+            }
+            assert!(
+                out.starts_with("data:\n") && out.ends_with("\nend\n"),
+                "{out}"
+            );
+        }
+    }
+
+    #[test]
+    fn token_split_by_a_line_wrap() {
+        let r = Redactor::new([TOKEN]);
+        for cut in [3, 10, 25, 40, TOKEN.len() - 3] {
+            let text = format!(
+                "X-Secret-Kay {}\n    {} end\nnext line\n",
+                &TOKEN[..cut],
+                &TOKEN[cut..]
+            );
+            for size in [1, 5, text.len()] {
+                let (out, _) = chunked(&r, text.as_bytes(), size);
+                let out = String::from_utf8(out).unwrap();
+                assert!(!out.contains(&TOKEN[..cut]), "cut {cut}: {out}");
+                assert!(!out.contains(&TOKEN[cut..]), "cut {cut}: {out}");
+                assert!(out.ends_with(" end\nnext line\n"), "{out}");
+            }
+        }
+    }
+
+    #[test]
+    fn short_fragments_and_look_alikes_are_left_alone() {
+        let r = Redactor::new([TOKEN]);
+        // The user part of an auth is no secret: it names image paths.
+        let auth =
+            b64(b"openshift-release-dev+ocm_access_0123456789abcdef:PASSWORDpassword0123456789");
+        let r2 = Redactor::new([auth.as_str()]);
+        let path = "Pulled image: quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:00";
+        assert_eq!(redact(&r2, path), (path.to_owned(), 0));
+        assert_gone(&r2, "pw PASSWORDpassword0123456789 x", "PASSWORD");
+        // Under MIN_FRAGMENT bytes of the token: no secret.
+        let text = format!("x {} y", &TOKEN[..MIN_FRAGMENT - 1]);
+        assert_eq!(redact(&r, &text), (text.clone(), 0));
+        // Case matters for base64.
+        let text = format!("x {} y", TOKEN.to_ascii_lowercase());
+        assert_eq!(redact(&r, &text).1, 0);
+        assert!(Redactor::new(["tiny"]).is_empty());
+    }
+
+    // ---- shapes
+
+    #[test]
+    fn pem_private_keys_are_redacted_across_lines_and_chunks() {
+        let r = Redactor::default();
+        for kind in [
+            "RSA PRIVATE KEY",
+            "EC PRIVATE KEY",
+            "OPENSSH PRIVATE KEY",
+            "PRIVATE KEY",
+        ] {
+            let text = format!(
+                "before\n-----BEGIN {kind}-----\nMIIEpAIBAAKCAQEA1\nb3BlbnNzaC1rZXktdjE2\n-----END {kind}-----\nafter\n"
+            );
+            for size in [1, 3, 16, text.len()] {
+                let (out, n) = chunked(&r, text.as_bytes(), size);
+                let out = String::from_utf8(out).unwrap();
+                assert_eq!(
+                    out,
+                    format!(
+                        "before\n-----BEGIN {kind}-----[REDACTED]-----END {kind}-----\nafter\n"
+                    ),
+                    "chunk {size}"
+                );
+                assert_eq!(n, 1);
+            }
+        }
+        // Inside a JSON string (an ignition file's contents).
+        let (out, _) = redact(
+            &r,
+            r#"{"contents":"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB\n-----END EC PRIVATE KEY-----\n"}"#,
+        );
+        assert!(!out.contains("MHcCAQEEIB"), "{out}");
+        // Certificates and public keys are not secret.
+        let cert = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n";
+        assert_eq!(redact(&r, cert), (cert.to_owned(), 0));
+        // A block that never ends: everything after its header goes.
+        let (out, _) = redact(&r, "-----BEGIN PRIVATE KEY-----\nAAAA\nBBBB\n");
+        assert_eq!(out, "-----BEGIN PRIVATE KEY-----[REDACTED]");
+    }
+
+    #[test]
+    fn secret_key_shapes() {
+        let r = Redactor::default();
+        let cases = [
+            (
+                "    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo=",
+                "    client-key-data: [REDACTED]",
+            ),
+            (
+                "    token: sha256~abcdefghijklmnop",
+                "    token: [REDACTED]",
+            ),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "aws_secret_access_key = [REDACTED]",
+            ),
+            (
+                r#"{"name":"core","passwordHash":"$6$rounds=4096$abc$def"}"#,
+                r#"{"name":"core","passwordHash":"[REDACTED]"}"#,
+            ),
+            (
+                "level=info msg=login password: hunter2hunter2 user=bob",
+                "level=info msg=login password: [REDACTED] user=bob",
+            ),
+            ("x wifi-sec.psk=abcdefgh y", "x wifi-sec.psk=[REDACTED] y"),
+            (
+                "podman login -u bob -p s3cr3tpw quay.io",
+                "podman login -u bob -p [REDACTED] quay.io",
+            ),
+            (
+                "run --password s3cr3tpw --user bob",
+                "run --password [REDACTED] --user bob",
+            ),
+            ("run --password=s3cr3tpw x", "run --password=[REDACTED] x"),
+            (
+                "podman login --password-stdin quay.io",
+                "podman login --password-stdin quay.io",
+            ),
+            (
+                "mkdir -p /var/lib/x && ssh -p 22 h",
+                "mkdir -p /var/lib/x && ssh -p 22 h",
+            ),
+            ("podman run -p 8080:80 img", "podman run -p 8080:80 img"),
+            (
+                "PING 10.0.0.1: skipping pinned keys",
+                "PING 10.0.0.1: skipping pinned keys",
+            ),
+            (
+                "see https://oauth.example.com:6443/x",
+                "see https://oauth.example.com:6443/x",
+            ),
+        ];
+        for (input, want) in cases {
+            let (out, _) = redact(&r, input);
+            assert_eq!(out, want, "input {input}");
+        }
+    }
+
+    #[test]
+    fn redact_str_borrows_when_clean() {
+        let r = Redactor::new([TOKEN]);
+        assert!(matches!(r.redact_str("var/log/x.log"), Cow::Borrowed(_)));
+        assert_eq!(
+            r.redact_str(&format!("var/log/openshift/{TOKEN}.log")),
+            "var/log/openshift/[REDACTED].log"
+        );
     }
 }

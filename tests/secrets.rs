@@ -415,19 +415,58 @@ fn at_trace(sc: &Scenario, mut opts: AgentOpts) -> AgentOpts {
     opts
 }
 
+/// Plants the encoded and shaped secrets for a `run`: returned for the
+/// journal; a failed record named after the token's password, whose error
+/// line quotes the token's other forms, goes under the root now.
+fn plant_everywhere(sc: &Scenario) -> Planted {
+    let plant = planted(
+        &sc.token,
+        Some(&sc.other_auth),
+        Some(&sc.pull_secret_json()),
+    );
+    let (_, password) = decode_auth(&sc.token);
+    std::fs::write(
+        sc.root.join(format!("var/log/openshift/{password}.json")),
+        format!(
+            r#"[{{"timestamp":"2020-01-01T00:00:00Z","phase":"service start"}},{{"timestamp":"2020-01-01T00:00:01Z","phase":"service end","result":"failure","errorLine":"pull failed: password={password} auth {}"}}]"#,
+            url_encode(&sc.token)
+        ),
+    )
+    .unwrap();
+    plant
+}
+
+fn with_journal(mut opts: AgentOpts, sc: &Scenario, plant: &Planted) -> AgentOpts {
+    opts.env.push((
+        "FAKE_JOURNAL_EXTRA".to_owned(),
+        format!("{}\n{}", sc.journal_extra(), plant.text),
+    ));
+    opts
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_secret_in_anything_the_agent_emits_over_both_boots() {
     let sc = Scenario::new("secrets-files");
     let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
     let base = mock.base_url();
     sc.write_config(&base, SecretForm::PullSecretJson, true);
-    let secrets = secrets_of(&sc, true);
+    let mut secrets = secrets_of(&sc, true);
+    // Issue 12 (2, 6): the encoded forms of the token and the other auth,
+    // and the host's secrets by shape, in the journal and in a record file
+    // (whose summary becomes `progress_info`).
+    let plant = plant_everywhere(&sc);
+    secrets.extend(
+        plant
+            .needles
+            .iter()
+            .map(|(label, needle)| (&*Box::leak(label.clone().into_boxed_str()), needle.clone())),
+    );
     let contract_before: Vec<PathBuf> = all_files(&sc.config_dir);
 
     let (seen, run) = watched_run(
         &sc,
         "first boot, trace",
-        &at_trace(&sc, trace_opts("3s", None)),
+        &with_journal(at_trace(&sc, trace_opts("3s", None)), &sc, &plant),
         &secrets,
         true,
     )
@@ -467,13 +506,27 @@ async fn no_secret_in_anything_the_agent_emits_over_both_boots() {
     let (seen, run) = watched_run(
         &sc,
         "second boot, trace",
-        &at_trace(&sc, trace_opts("30s", Some(kubelet))),
+        &with_journal(at_trace(&sc, trace_opts("30s", Some(kubelet))), &sc, &plant),
         &secrets,
         true,
     )
     .await;
     run.assert_code(0);
     report("second boot to cleanup (pull secret file)", &seen, &run);
+    // What it sent the service: progress_info above all.
+    let mut hits = Vec::new();
+    let requests = serde_json::to_vec(&api_requests(&base).await).unwrap();
+    scan(
+        "the requests the service received",
+        &requests,
+        &secrets,
+        &mut hits,
+    );
+    assert!(hits.is_empty(), "{hits:?}");
+    assert!(
+        contains(&requests, b"progress_info"),
+        "no progress_info sent: the record summary was not exercised"
+    );
     assert!(!sc.config_dir.join("pull-secret").exists());
     assert!(all_files(&sc.state_dir).is_empty());
     sc.final_checks(Some(&base)).await;
@@ -599,4 +652,326 @@ async fn symlinked_directories_do_not_escape_the_root() {
         .unwrap();
     assert_eq!(hostname["status"], "skipped", "{hostname}");
     assert!(!run.stderr_text().contains("7f3a"));
+}
+
+
+// ---------------------------------------------------------------------------
+// Encoded forms of the agent's secrets, and the host's secrets by shape
+
+/// Percent-encoding of everything but RFC 3986's unreserved characters.
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `user:password` an auth (base64 of it) holds.
+fn decode_auth(auth: &str) -> (String, String) {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in auth.bytes().filter(|&c| c != b'=') {
+        let v = u32::try_from(ALPHABET.iter().position(|&a| a == c).expect("base64")).unwrap();
+        bits = (bits << 6) | v;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push(u8::try_from(bits >> n).unwrap());
+            bits &= (1 << n) - 1;
+        }
+    }
+    let pair = String::from_utf8(out).expect("text");
+    let password = pair.split_once(':').expect("user:password").1.to_owned();
+    (pair, password)
+}
+
+/// The characters of base64(`blob`) that come from `secret`, put at byte
+/// `offset` of the blob (those at its edges mix in the blob's other bytes).
+fn base64_inside(blob_prefix: &str, secret: &str) -> String {
+    let blob = base64(format!("{blob_prefix}{secret}\"}}").as_bytes());
+    let start = (8 * blob_prefix.len()).div_ceil(6);
+    let end = 8 * (blob_prefix.len() + secret.len()) / 6;
+    blob[start..end].to_owned()
+}
+
+/// What is planted: text for a collected host file and for the journal, a
+/// file name, and what must never come out (the agent's own secrets in the
+/// forms a host shows them, the host's own secrets by shape).
+struct Planted {
+    text: String,
+    needles: Vec<(String, String)>,
+}
+
+fn planted(token: &str, other_auth: Option<&str>, pull_secret: Option<&str>) -> Planted {
+    let mut text = String::new();
+    let mut needles: Vec<(String, String)> = Vec::new();
+    let mut plant = |label: &str, line: String, needle: &str| {
+        text.push_str(&line);
+        text.push('\n');
+        needles.push((label.to_owned(), needle.to_owned()));
+    };
+    let mut auths = vec![("token", token)];
+    auths.extend(other_auth.map(|a| ("other auth", a)));
+    for (name, auth) in auths {
+        let (pair, password) = decode_auth(auth);
+        let url = url_encode(auth);
+        plant(
+            &format!("{name}, URL-encoded"),
+            format!("GET /v2/hosts?api_key={url}&x=1"),
+            &url,
+        );
+        plant(
+            &format!("{name}, decoded user:password"),
+            format!("podman login with {pair} ok"),
+            &pair,
+        );
+        plant(
+            &format!("{name}, password alone"),
+            format!("auth failed for password {password} (retrying)"),
+            &password,
+        );
+        plant(
+            &format!("{name}, cut to 44 characters"),
+            format!("X-Secret-Kay {}... (truncated)", &auth[..44]),
+            &auth[..44],
+        );
+        let cut = 30.min(auth.len() - 21);
+        plant(
+            &format!("{name}, before a line wrap"),
+            format!(
+                "wrapped header value {}\n      {} end",
+                &auth[..cut],
+                &auth[cut..]
+            ),
+            &auth[..cut],
+        );
+        plant(
+            &format!("{name}, after a line wrap"),
+            String::new(),
+            &auth[cut..],
+        );
+        for prefix in ["", "x", "xy"] {
+            let inside = base64_inside(prefix, auth);
+            let blob = base64(format!("{prefix}{auth}\"}}").as_bytes());
+            plant(
+                &format!("{name}, base64 at offset {}", prefix.len()),
+                format!("config blob {blob}"),
+                &inside,
+            );
+        }
+    }
+    if let Some(pull_secret) = pull_secret {
+        let whole = base64(pull_secret.as_bytes());
+        plant(
+            "the pull secret, base64 (.dockerconfigjson)",
+            format!("  .dockerconfigjson: {whole}"),
+            &whole,
+        );
+        let escaped = serde_json::to_string(pull_secret).unwrap();
+        plant(
+            "the pull secret, JSON-escaped",
+            format!("{{\"level\":\"debug\",\"msg\":{escaped}}}"),
+            &escaped[1..escaped.len() - 1],
+        );
+    }
+    // The host's own secrets, by shape.
+    plant(
+        "PEM private key body",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAplantedpemline1\nplantedpemline2AAAAB3NzaC1\n-----END RSA PRIVATE KEY-----".to_owned(),
+        "plantedpemline",
+    );
+    plant(
+        "OPENSSH private key body",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEplantedssh\n-----END OPENSSH PRIVATE KEY-----".to_owned(),
+        "plantedssh",
+    );
+    plant(
+        "kubeconfig client-key-data",
+        "    client-key-data: LS0tLS1CRUdJTplantedclientkey".to_owned(),
+        "plantedclientkey",
+    );
+    plant(
+        "kubeconfig token",
+        "    token: sha256~plantedkubeconfigtoken".to_owned(),
+        "plantedkubeconfigtoken",
+    );
+    plant(
+        "aws_secret_access_key",
+        "aws_secret_access_key = wJalrXUtnFEMIplantedaws".to_owned(),
+        "plantedaws",
+    );
+    plant(
+        "ignition passwordHash",
+        r#"{"passwd":{"users":[{"name":"core","passwordHash":"$6$plantedhash$x"}]}}"#.to_owned(),
+        "plantedhash",
+    );
+    plant(
+        "mid-line key: value",
+        "level=info msg=connect password: plantedcolonpw user=core".to_owned(),
+        "plantedcolonpw",
+    );
+    plant(
+        "mid-line key=value",
+        "level=info registry_token=plantedequalspw next=1".to_owned(),
+        "plantedequalspw",
+    );
+    plant(
+        "-p PW",
+        "+ podman login -u core -p plantedshortflag quay.io".to_owned(),
+        "plantedshortflag",
+    );
+    plant(
+        "--password PW",
+        "+ skopeo copy --password plantedlongflag docker://a docker://b".to_owned(),
+        "plantedlongflag",
+    );
+    Planted { text, needles }
+}
+
+fn find_needles(what: &str, bytes: &[u8], needles: &[(String, String)], hits: &mut Vec<String>) {
+    for (label, needle) in needles {
+        if contains(bytes, needle.as_bytes()) {
+            hits.push(format!("{label} ({needle}) in {what}"));
+        }
+    }
+}
+
+/// Every byte of a stored bundle: raw, decompressed (tar headers, so member
+/// names, included), and each member's content, nested gzip opened.
+fn bundle_hits(path: &Path, needles: &[(String, String)], hits: &mut Vec<String>) {
+    let raw = std::fs::read(path).expect("read bundle");
+    find_needles("the bundle", &raw, needles, hits);
+    let whole = gunzip(&raw).expect("a gzip bundle");
+    find_needles("the decompressed bundle", &whole, needles, hits);
+    for m in open_bundle(path) {
+        find_needles(
+            &format!("member name {}", m.name),
+            m.name.as_bytes(),
+            needles,
+            hits,
+        );
+        find_needles(&format!("member {}", m.name), &m.data, needles, hits);
+        if let Some(inner) = gunzip(&m.data) {
+            find_needles(
+                &format!("member {} (gunzipped)", m.name),
+                &inner,
+                needles,
+                hits,
+            );
+        }
+    }
+}
+
+/// A base64 token of `user:password` with no `/` (it names a file below).
+fn file_safe_token(tag: &str) -> String {
+    (0..10_000)
+        .map(|i| {
+            base64(
+                format!(
+                    "e2e-{tag}:S3cr3t-{}-{i}-{}-zq",
+                    std::process::id(),
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_nanos()
+                )
+                .as_bytes(),
+            )
+        })
+        .find(|t| !t.contains('/') && t.ends_with('='))
+        .unwrap()
+}
+
+#[test]
+fn collect_never_ships_encoded_or_shaped_secrets() {
+    // Issue 12 (2, 6): before, every one of these was shipped as is.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    copy_tree(&fixture_root(), &root);
+    let token = file_safe_token("collect");
+    let other = file_safe_token("collect-quay");
+    let pull_secret = serde_json::json!({"auths": {
+        "cloud.openshift.com": {"auth": token, "email": "e2e@example.com"},
+        "quay.io": {"auth": other, "email": "e2e@example.com"}
+    }})
+    .to_string();
+    let config = tmp.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("pull-secret"), &pull_secret).unwrap();
+    let mut plant = planted(&token, Some(&other), Some(&pull_secret));
+    plant.needles.push(("token".into(), token.clone()));
+    plant.needles.push(("other auth".into(), other.clone()));
+    plant
+        .needles
+        .push(("pull secret".into(), pull_secret.clone()));
+
+    let hosts = root.join("etc/hosts");
+    let mut text = std::fs::read_to_string(&hosts).unwrap();
+    text.push_str(&plant.text);
+    std::fs::write(&hosts, text).unwrap();
+    // A record file named after the token: a member name, and (with its
+    // failure line) the records summary and digest.
+    std::fs::write(
+        root.join(format!("var/log/openshift/{token}.json")),
+        format!(
+            r#"[{{"timestamp":"2020-01-01T00:00:00Z","phase":"service start"}},{{"timestamp":"2020-01-01T00:00:01Z","phase":"service end","result":"failure","errorLine":"pull failed: password={} auth {}"}}]"#,
+            decode_auth(&token).1,
+            url_encode(&token)
+        ),
+    )
+    .unwrap();
+
+    let bundle = tmp.path().join("host_boot.tar.gz");
+    let out = std::process::Command::new(agent_bin())
+        .args(["--log-level", "trace", "collect", "-o"])
+        .arg(&bundle)
+        .arg("--root")
+        .arg(&root)
+        .arg("--config-dir")
+        .arg(&config)
+        .args(["--kubelet-healthz-url", "http://127.0.0.1:9/healthz"])
+        .env_clear()
+        .env("PATH", format!("{}:/usr/bin:/bin", fake_bin().display()))
+        .env("HOME", tmp.path())
+        .env("FAKE_SYSTEMCTL_LOG", tmp.path().join("systemctl.log"))
+        .env("FAKE_JOURNAL_EXTRA", &plant.text)
+        .output()
+        .expect("run collect");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut hits = Vec::new();
+    bundle_hits(&bundle, &plant.needles, &mut hits);
+    find_needles("stdout", &out.stdout, &plant.needles, &mut hits);
+    find_needles("stderr", &out.stderr, &plant.needles, &mut hits);
+    assert!(
+        hits.is_empty(),
+        "secrets shipped:\n{}\n--- stderr:\n{}",
+        hits.join("\n"),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Each planted line was there to be redacted: the journal and the
+    // hosts file both show markers, and the renamed record is still there.
+    let members = open_bundle(&bundle);
+    let hosts_member = member(&members, "network/hosts").expect("network/hosts");
+    let shown = String::from_utf8_lossy(&hosts_member.data);
+    assert!(shown.matches("[REDACTED]").count() >= 20, "{shown}");
+    assert!(
+        member_names(&members)
+            .iter()
+            .any(|n| n.ends_with("records/[REDACTED].json")),
+        "{:?}",
+        member_names(&members)
+    );
 }

@@ -493,6 +493,10 @@ async fn read_capped(
 /// service's JSON, else the start of whatever a proxy sent, printable only.
 /// Public for the fuzz target.
 pub fn describe_error_body(bytes: &[u8]) -> String {
+    // Quoted in logs and errors: through the redactor first, whole, before
+    // any of it is cut.
+    let scrubbed = crate::redact::scrub_for_logs(bytes);
+    let bytes = scrubbed.as_slice();
     // A JSON reason may be empty or span lines (found by fuzz/service_json):
     // it gets the same one-line, printable treatment as any other body.
     if let Ok(body) = serde_json::from_slice::<ErrorBody>(bytes) {

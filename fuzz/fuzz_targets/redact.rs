@@ -1,0 +1,138 @@
+#![no_main]
+//! The redactor (`redact`): a random secret, in one of the forms it takes on
+//! a host (literal, JSON-escaped, URL-encoded, base64 of a blob holding it
+//! at any alignment in either alphabet, the decoded `user:password` of an
+//! auth and the password alone, a long prefix), embedded in random text
+//! pushed in random chunks: no run of `MIN_FRAGMENT` bytes of it (the whole
+//! of it when shorter) survives, and nothing panics.
+
+use assisted_boot_reporter::redact::{Mode, Redactor, MIN_FRAGMENT};
+use base64::Engine as _;
+use libfuzzer_sys::fuzz_target;
+
+const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_.~:";
+
+struct Input<'a> {
+    data: &'a [u8],
+}
+
+impl Input<'_> {
+    fn byte(&mut self) -> u8 {
+        let (&b, rest) = self.data.split_first().unwrap_or((&0, &[]));
+        self.data = rest;
+        b
+    }
+
+    fn bytes(&mut self, n: usize) -> &[u8] {
+        let n = n.min(self.data.len());
+        let (head, rest) = self.data.split_at(n);
+        self.data = rest;
+        head
+    }
+
+    /// `len` characters of the secret alphabet.
+    fn word(&mut self, len: usize, alphabet: &[u8]) -> String {
+        (0..len)
+            .map(|_| alphabet[usize::from(self.byte()) % alphabet.len()] as char)
+            .collect()
+    }
+}
+
+fn url_encode(data: &[u8]) -> String {
+    let mut out = String::new();
+    for &b in data {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut input = Input { data };
+    let kind = input.byte() % 9;
+    let len = 8 + usize::from(input.byte()) % 90;
+    // What the redactor is given, and what must not come out.
+    let (given, needle, embedded): (String, String, Vec<u8>) = match kind {
+        0 => {
+            let s = input.word(len, ALPHABET);
+            (s.clone(), s.clone(), s.into_bytes())
+        }
+        1 => {
+            // A backslash inside, as JSON shows it (doubled).
+            let s = input.word(len, ALPHABET);
+            let secret = format!("{}\\{}", &s[..len / 2], &s[len / 2..]);
+            let escaped = serde_json::to_string(&secret).unwrap();
+            let escaped = escaped[1..escaped.len() - 1].to_owned();
+            (secret, escaped.clone(), escaped.into_bytes())
+        }
+        2 => {
+            let s = input.word(len, ALPHABET);
+            let url = url_encode(s.as_bytes());
+            (s, url.clone(), url.into_bytes())
+        }
+        3 | 4 => {
+            let s = input.word(len, ALPHABET);
+            let before = usize::from(input.byte()) % 7;
+            let mut blob = input.bytes(before).to_vec();
+            blob.resize(before, b'x');
+            blob.extend_from_slice(s.as_bytes());
+            blob.extend_from_slice(b"\"}");
+            let encoded = if kind == 3 {
+                base64::engine::general_purpose::STANDARD.encode(&blob)
+            } else {
+                base64::engine::general_purpose::URL_SAFE.encode(&blob)
+            };
+            let start = (8 * before).div_ceil(6);
+            let end = 8 * (before + s.len()) / 6;
+            let needle = encoded[start..end].to_owned();
+            (s, needle, encoded.into_bytes())
+        }
+        5 | 6 => {
+            // A registry auth: base64 of user:password.
+            let user = input.word(1 + len % 12, b"abcdefghijklmnopqrstuvwxyz-_.+");
+            let password = input.word(len, b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~!");
+            let pair = format!("{user}:{password}");
+            let auth = base64::engine::general_purpose::STANDARD.encode(pair.as_bytes());
+            let needle = if kind == 5 { pair } else { password };
+            (auth, needle.clone(), needle.into_bytes())
+        }
+        _ => {
+            // A long prefix of the secret, cut short.
+            let s = input.word(len.max(MIN_FRAGMENT + 1), ALPHABET);
+            let cut = MIN_FRAGMENT + usize::from(input.byte()) % (s.len() - MIN_FRAGMENT);
+            let prefix = s[..cut].to_owned();
+            (s, prefix.clone(), prefix.into_bytes())
+        }
+    };
+    if needle.len() < 8 {
+        return;
+    }
+    let chunk = 1 + usize::from(input.byte()) % 64;
+    let split = usize::from(input.byte());
+    let rest = input.data;
+    let split = split.min(rest.len());
+    let mut text = rest[..split].to_vec();
+    text.extend_from_slice(&embedded);
+    text.extend_from_slice(&rest[split..]);
+
+    let redactor = Redactor::new([given.as_str()]);
+    let mut out = Vec::new();
+    let mut stream = redactor.stream(Mode::Text);
+    for piece in text.chunks(chunk) {
+        stream.push(piece, &mut |b| out.extend_from_slice(b));
+    }
+    stream.finish(&mut |b| out.extend_from_slice(b));
+
+    let run = needle.len().min(MIN_FRAGMENT);
+    for window in needle.as_bytes().windows(run) {
+        assert!(
+            memchr::memmem::find(&out, window).is_none(),
+            "{:?} of {needle:?} (kind {kind}) survived in {:?}",
+            String::from_utf8_lossy(window),
+            String::from_utf8_lossy(&out)
+        );
+    }
+});
