@@ -511,9 +511,13 @@ impl Reporter {
         // The summary stops reading at `limit` itself; the margin covers
         // the parse of what it read.
         match tokio::time::timeout(limit + Duration::from_secs(5), summarize).await {
-            Ok(Ok(summary)) => summary
-                .digest
-                .map(|digest| self.uploader_template.0.redactor.redact_str(&digest).into_owned()),
+            Ok(Ok(summary)) => summary.digest.map(|digest| {
+                self.uploader_template
+                    .0
+                    .redactor
+                    .redact_str(&digest)
+                    .into_owned()
+            }),
             Ok(Err(err)) => {
                 tracing::warn!("summarizing the bootstrap records failed: {err}");
                 None

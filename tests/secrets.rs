@@ -654,7 +654,6 @@ async fn symlinked_directories_do_not_escape_the_root() {
     assert!(!run.stderr_text().contains("7f3a"));
 }
 
-
 // ---------------------------------------------------------------------------
 // Encoded forms of the agent's secrets, and the host's secrets by shape
 
