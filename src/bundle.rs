@@ -24,6 +24,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use serde::{Deserialize, Serialize};
 
+use crate::diagnose::{self, Diagnosis, Engine, Placement, Scanner, DIAGNOSIS_NAME};
 use crate::collect::{
     self, Budget, CollectContext, CollectorReport, Sink, Status, BUNDLE_CAP_REASON,
     MEMBER_CAP_REASON,
@@ -103,6 +104,26 @@ pub struct Manifest {
     /// (see `records::Summary::digest`), for the service's `progress_info`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records_digest: Option<String>,
+    /// The `diagnosis.json` member (`docs/diagnosis.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<DiagnosisEntry>,
+}
+
+/// The manifest's entry for `diagnosis.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiagnosisEntry {
+    /// Member path, relative to the top directory.
+    pub path: String,
+    pub bytes: u64,
+    /// Findings by severity.
+    pub errors: usize,
+    pub warnings: usize,
+    pub infos: usize,
+    /// The worst finding in one line (also sent as `progress_info`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<String>,
+    /// CPU time the engine took (scan and correlation), in milliseconds.
+    pub cpu_ms: u64,
 }
 
 impl Manifest {
@@ -142,6 +163,8 @@ pub fn write_bundle<W: Write>(
         limits: *limits,
         used: 0,
         mtime: now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        engine: Engine::new(),
+        scan_cpu: std::time::Duration::ZERO,
     };
     sink.append_dir()
         .context("writing the bundle's top directory")?;
@@ -160,6 +183,15 @@ pub fn write_bundle<W: Write>(
         );
         collectors.push(report);
     }
+
+    let finish_started = std::time::Instant::now();
+    let diagnosis = std::mem::take(&mut sink.engine).finish();
+    let diagnosis_entry = write_diagnosis(
+        &mut sink,
+        ctx,
+        &diagnosis,
+        finish_started.elapsed(),
+    )?;
 
     let truncated = collectors
         .iter()
@@ -195,6 +227,7 @@ pub fn write_bundle<W: Write>(
             .and_then(|c| c.digest.clone()),
         collectors,
         truncated,
+        diagnosis: Some(diagnosis_entry),
     };
     let mut json = serde_json::to_vec_pretty(&manifest).context("serializing the manifest")?;
     json.push(b'\n');
@@ -211,11 +244,46 @@ pub fn write_bundle<W: Write>(
     Ok((manifest, out))
 }
 
+/// Writes `diagnosis.json` (never cut: it is small and bounded).
+fn write_diagnosis<W: Write>(
+    sink: &mut TarSink<W>,
+    ctx: &CollectContext,
+    diagnosis: &Diagnosis,
+    finish_time: std::time::Duration,
+) -> anyhow::Result<DiagnosisEntry> {
+    let mut json = serde_json::to_vec_pretty(diagnosis).context("serializing the diagnosis")?;
+    json.push(b'\n');
+    // Evidence lines were redacted on their way in; scrub the whole anyway.
+    ctx.redactor.redact(&mut json);
+    sink.append_member(DIAGNOSIS_NAME, json.len() as u64, &mut json.as_slice())
+        .context("writing diagnosis.json")?;
+    let count = |s: diagnose::Severity| diagnosis.findings.iter().filter(|f| f.severity == s).count();
+    let cpu = sink.scan_cpu + finish_time;
+    Ok(DiagnosisEntry {
+        path: DIAGNOSIS_NAME.to_owned(),
+        bytes: json.len() as u64,
+        errors: count(diagnose::Severity::Error),
+        warnings: count(diagnose::Severity::Warning),
+        infos: count(diagnose::Severity::Info),
+        headline: diagnosis.headline().map(|h| {
+            let mut bytes = h.into_bytes();
+            ctx.redactor.redact(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        }),
+        cpu_ms: u64::try_from(cpu.as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
 struct TarSink<W: Write> {
     builder: tar::Builder<GzEncoder<W>>,
     limits: BundleLimits,
     used: u64,
     mtime: u64,
+    /// The diagnosis, fed by every member's scanner.
+    engine: Engine,
+    /// Time spent absorbing scanners (the scanning itself is timed by the
+    /// bench, which can tell it from the rest of the pass).
+    scan_cpu: std::time::Duration,
 }
 
 impl<W: Write> TarSink<W> {
@@ -269,6 +337,16 @@ impl<W: Write> Sink for TarSink<W> {
         self.append_member(path, size, data)?;
         self.used += size;
         Ok(())
+    }
+
+    fn scanner(&mut self, path: &str) -> Option<Scanner> {
+        self.engine.scanner(path)
+    }
+
+    fn scanned(&mut self, scanner: Scanner, placement: Placement) {
+        let started = std::time::Instant::now();
+        self.engine.absorb(scanner, placement);
+        self.scan_cpu += started.elapsed();
     }
 }
 

@@ -42,6 +42,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::diagnose::{Placement, Scanner};
 use crate::redact::{Mode, Redactor, StreamRedactor};
 use spool::Spool;
 
@@ -278,6 +279,15 @@ pub trait Sink {
     /// Adds one complete member (`path` relative to the bundle's top dir) of
     /// exactly `size` bytes read from `data`.
     fn append(&mut self, path: &str, size: u64, data: &mut dyn Read) -> io::Result<()>;
+
+    /// A line observer for member `path`, fed the same redacted bytes as the
+    /// member on their way in (the diagnosis engine); `None` = not observed.
+    fn scanner(&mut self, _path: &str) -> Option<Scanner> {
+        None
+    }
+
+    /// Hands back a member's observer once the member is placed.
+    fn scanned(&mut self, _scanner: Scanner, _placement: Placement) {}
 }
 
 pub type CollectFn = fn(&mut Members<'_>) -> io::Result<()>;
@@ -645,6 +655,7 @@ impl Members<'_> {
         };
         let limits = CommandLimits {
             budget,
+            scanner: self.sink.scanner(path),
             mode: opts.mode,
             timeout,
             timeout_reason: why,
@@ -673,7 +684,8 @@ impl Members<'_> {
             self.record_skip(path, source, reason);
             return Ok(());
         }
-        let captured = capture_file(self.ctx, host, &real, source, budget, opts.mode);
+        let scanner = self.sink.scanner(path);
+        let captured = capture_file(self.ctx, host, &real, source, budget, opts.mode, scanner);
         self.add(path, captured)
     }
 
@@ -689,6 +701,10 @@ impl Members<'_> {
         }
         let mut content = Spool::new(data.len() as u64, &self.ctx.spill_dir());
         content.write(&data);
+        let scanner = self.sink.scanner(path).map(|mut scanner| {
+            scanner.feed(&data);
+            scanner
+        });
         self.add(
             path,
             Captured {
@@ -702,6 +718,7 @@ impl Members<'_> {
                 redactions,
                 stderr_head: String::new(),
                 duration: started.elapsed(),
+                scanner,
             },
         )
     }
@@ -732,17 +749,42 @@ impl Members<'_> {
         });
     }
 
-    fn add(&mut self, path: &str, captured: Captured) -> io::Result<()> {
+    fn add(&mut self, path: &str, mut captured: Captured) -> io::Result<()> {
         let size = captured.content.len();
         let archive = match captured.status {
             Status::Ok | Status::Partial => true,
             Status::Failed | Status::TimedOut => size > 0,
             Status::Skipped => false,
         };
+        let dropped = captured.content.seen() - size;
+        // Only a cut member needs its own line count (to renumber the
+        // evidence); counting rides on the copy into the archive.
+        let mut lines = LineCount::default();
         if archive {
-            self.sink
-                .append(path, size, &mut captured.content.reader())?;
+            if captured.scanner.is_some() && dropped > 0 {
+                let mut reader = CountingReader {
+                    inner: captured.content.reader(),
+                    count: &mut lines,
+                };
+                self.sink.append(path, size, &mut reader)?;
+            } else {
+                self.sink
+                    .append(path, size, &mut captured.content.reader())?;
+            }
             self.remaining = self.remaining.saturating_sub(size);
+        }
+        if let Some(scanner) = captured.scanner.take() {
+            let member_lines = if dropped > 0 {
+                lines.lines()
+            } else {
+                scanner.lines() + 1
+            };
+            let placement = Placement {
+                archived: archive,
+                dropped_bytes: dropped,
+                member_lines,
+            };
+            self.sink.scanned(scanner, placement);
         }
         let mut reason = captured.reason;
         let mut note = |text: String| {
@@ -777,6 +819,36 @@ impl Members<'_> {
     }
 }
 
+/// Newlines and the last byte of what went through a [`CountingReader`].
+#[derive(Debug, Default)]
+struct LineCount {
+    newlines: u64,
+    last: Option<u8>,
+}
+
+impl LineCount {
+    /// Lines, a partial last one included.
+    fn lines(&self) -> u64 {
+        self.newlines + u64::from(self.last.is_some_and(|b| b != b'\n'))
+    }
+}
+
+struct CountingReader<'a, R> {
+    inner: R,
+    count: &'a mut LineCount,
+}
+
+impl<R: Read> Read for CountingReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            self.count.newlines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+            self.count.last = Some(buf[n - 1]);
+        }
+        Ok(n)
+    }
+}
+
 /// A member's content and what happened while gathering it.
 #[derive(Debug)]
 pub struct Captured {
@@ -794,6 +866,8 @@ pub struct Captured {
     /// Start of the command's stderr, redacted.
     pub stderr_head: String,
     pub duration: Duration,
+    /// The line observer that saw the content, handed back to the sink.
+    pub scanner: Option<Scanner>,
 }
 
 impl Captured {
@@ -809,6 +883,7 @@ impl Captured {
             redactions: 0,
             stderr_head: String::new(),
             duration: started.elapsed(),
+            scanner: None,
         }
     }
 }
@@ -832,28 +907,44 @@ struct Intake {
     redactor: StreamRedactor,
     spool: Spool,
     raw: u64,
+    /// Sees the redacted bytes too (the diagnosis), in the same pass.
+    scanner: Option<Scanner>,
 }
 
 impl Intake {
-    fn new(ctx: &CollectContext, budget: Budget, mode: Mode) -> Self {
+    fn new(ctx: &CollectContext, budget: Budget, mode: Mode, scanner: Option<Scanner>) -> Self {
         Self {
             redactor: ctx.redactor.stream(mode),
             spool: Spool::new(budget.bytes, &ctx.spill_dir()),
             raw: 0,
+            scanner,
         }
     }
 
     fn push(&mut self, data: &[u8]) {
         self.raw += data.len() as u64;
         let spool = &mut self.spool;
-        self.redactor.push(data, &mut |b| spool.write(b));
+        match &mut self.scanner {
+            Some(scanner) => self.redactor.push(data, &mut |b| {
+                spool.write(b);
+                scanner.feed(b);
+            }),
+            None => self.redactor.push(data, &mut |b| spool.write(b)),
+        }
     }
 
-    /// Flushes the last line; returns the content and the redaction count.
-    fn finish(self) -> (Spool, u64, usize) {
+    /// Flushes the last line; returns the content, the bytes read, the
+    /// redaction count and the observer.
+    fn finish(self) -> (Spool, u64, usize, Option<Scanner>) {
         let mut spool = self.spool;
-        let count = self.redactor.finish(&mut |b| spool.write(b));
-        (spool, self.raw, count)
+        let mut scanner = self.scanner;
+        let count = self.redactor.finish(&mut |b| {
+            spool.write(b);
+            if let Some(scanner) = &mut scanner {
+                scanner.feed(b);
+            }
+        });
+        (spool, self.raw, count, scanner)
     }
 }
 
@@ -883,6 +974,7 @@ enum Ending {
 /// What bounds one command.
 struct CommandLimits {
     budget: Budget,
+    scanner: Option<Scanner>,
     mode: Mode,
     timeout: Duration,
     /// The manifest's reason when `timeout` kills it.
@@ -900,6 +992,7 @@ fn capture_command(
 ) -> Captured {
     let CommandLimits {
         budget,
+        scanner,
         mode,
         timeout,
         timeout_reason,
@@ -934,7 +1027,7 @@ fn capture_command(
         }
     };
 
-    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode))));
+    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode, scanner))));
     let stderr_head = Arc::new(Mutex::new(Vec::new()));
     let abandoned = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<ReaderDone>();
@@ -1014,7 +1107,7 @@ fn capture_command(
         std::mem::take(&mut *stderr_head.lock().unwrap_or_else(PoisonError::into_inner));
     ctx.redactor.redact(&mut stderr);
     let stderr_head = String::from_utf8_lossy(&stderr).into_owned();
-    let (content, original_bytes, redactions) = intake.finish();
+    let (content, original_bytes, redactions, scanner) = intake.finish();
 
     let (status, mut reason) = match ending {
         Ending::TimedOut => (Status::TimedOut, Some(timeout_reason)),
@@ -1043,6 +1136,7 @@ fn capture_command(
         redactions,
         stderr_head,
         duration: started.elapsed(),
+        scanner,
     }
 }
 
@@ -1179,6 +1273,7 @@ fn capture_file(
     source: String,
     budget: Budget,
     mode: Mode,
+    scanner: Option<Scanner>,
 ) -> Captured {
     let started = Instant::now();
     let open = File::open(real).and_then(|f| {
@@ -1213,7 +1308,7 @@ fn capture_file(
         );
     }
 
-    let mut intake = Intake::new(ctx, budget, mode);
+    let mut intake = Intake::new(ctx, budget, mode, scanner);
     let mut skipped_bytes = 0u64;
     let window = budget.bytes.saturating_add(SEEK_SLACK);
     if meta.len() > window {
@@ -1241,7 +1336,7 @@ fn capture_file(
             }
         }
     }
-    let (content, raw, redactions) = intake.finish();
+    let (content, raw, redactions, scanner) = intake.finish();
     let (status, reason) = match read_error {
         None => (Status::Ok, None),
         Some(err) if content.is_empty() => (Status::Failed, Some(format!("reading {host}: {err}"))),
@@ -1261,6 +1356,7 @@ fn capture_file(
         redactions,
         stderr_head: String::new(),
         duration: started.elapsed(),
+        scanner,
     }
 }
 
