@@ -36,6 +36,9 @@ use crate::records::{Outcome, Summary};
 
 pub use line::{parse as parse_line, Parts};
 
+/// This boot's whole journal, which repeats every unit member's lines.
+const WHOLE_JOURNAL: &str = "journal/this-boot.log";
+
 /// Name of the member, relative to the bundle's top directory.
 pub const DIAGNOSIS_NAME: &str = "diagnosis.json";
 pub const FORMAT_VERSION: u32 = 1;
@@ -734,6 +737,9 @@ struct Acc {
     unrecovered_somewhere: bool,
     consequences: Vec<(Consequence, Option<i64>)>,
     units: Vec<String>,
+    /// Lines in `journal/this-boot.log`, which repeats the unit members:
+    /// occurrences are the larger of the two counts.
+    count_whole_journal: u64,
 }
 
 /// Gathers one bundle's scanners and correlates them.
@@ -829,8 +835,13 @@ impl Engine {
             });
             let seq = self.seq;
             self.seq += 1;
+            let whole_journal = scanner.path == WHOLE_JOURNAL;
             let acc = self.acc_for(&hits.signal);
-            acc.count += hits.count;
+            if whole_journal {
+                acc.count_whole_journal += hits.count;
+            } else {
+                acc.count += hits.count;
+            }
             acc.first_at = min_opt(acc.first_at, hits.first_at);
             acc.last_at = max_opt(acc.last_at, hits.last_at);
             if recovered_in_member {
@@ -845,8 +856,12 @@ impl Engine {
                         acc.units.push(unit.clone());
                     }
                 }
-                // journal/this-boot.log repeats every unit's lines.
-                if acc.evidence.iter().any(|(_, _, e)| e.text == ev.text) {
+                // journal/this-boot.log repeats every unit's lines: the
+                // unit's own member is the better reference.
+                if let Some(same) = acc.evidence.iter_mut().find(|(_, _, e)| e.text == ev.text) {
+                    if same.2.path == WHOLE_JOURNAL && !whole_journal {
+                        *same = (raw.at, seq, ev);
+                    }
                     continue;
                 }
                 acc.evidence.push((raw.at, seq, ev));
@@ -878,6 +893,7 @@ impl Engine {
                     unrecovered_somewhere: false,
                     consequences: Vec::new(),
                     units: Vec::new(),
+                    count_whole_journal: 0,
                 });
                 self.accs.len() - 1
             }
@@ -1069,6 +1085,7 @@ fn persistence(category: Category) -> Option<(i64, u64)> {
 }
 
 fn severity(acc: &Acc) -> Severity {
+    let count = acc.count.max(acc.count_whole_journal);
     if acc.consequences.iter().any(|(c, _)| !c.recovered) {
         return Severity::Error;
     }
@@ -1078,18 +1095,19 @@ fn severity(acc: &Acc) -> Severity {
     let recovered = acc.recovered && !acc.unrecovered_somewhere;
     let benign = matches!(acc.signal.category, Category::ApiUnreachable | Category::CsrPending);
     if recovered {
-        return if benign { Severity::Info } else { Severity::Warning };
+        // A retry that succeeded and failed nothing: every install has some.
+        return Severity::Info;
     }
     match acc.signal.nature {
         Nature::Fatal if !acc.recovered => Severity::Error,
         Nature::Fatal | Nature::Recovery => Severity::Warning,
         Nature::Transient => {
-            let lasting = persistence(acc.signal.category).is_some_and(|(secs, count)| {
+            let lasting = persistence(acc.signal.category).is_some_and(|(secs, min_count)| {
                 let span = match (acc.first_at, acc.last_at) {
                     (Some(a), Some(b)) => b - a,
                     _ => 0,
                 };
-                span >= secs && acc.count >= count && !acc.recovered
+                span >= secs && count >= min_count && !acc.recovered
             });
             if lasting {
                 Severity::Error
@@ -1102,29 +1120,30 @@ fn severity(acc: &Acc) -> Severity {
     }
 }
 
-fn finding(acc: Acc, severity: Severity) -> Finding {
+fn finding(mut acc: Acc, severity: Severity) -> Finding {
+    acc.count = acc.count.max(acc.count_whole_journal);
     let mut summary = acc.signal.summary.clone();
-    let failed: Vec<String> = acc
-        .consequences
-        .iter()
-        .map(|(c, _)| {
-            let what = if c.what == "service" || c.what == "unit" {
-                String::new()
-            } else {
-                format!(" ({})", c.what)
-            };
-            let how = if c.recovered { "failed, recovered" } else { "failed" };
-            format!("{}{what} {how}", c.unit)
-        })
-        .collect();
-    let mut failed_dedup: Vec<String> = Vec::new();
-    for f in failed {
-        if !failed_dedup.contains(&f) {
-            failed_dedup.push(f);
+    // One phrase per unit, in time order, naming the failed step if any.
+    let mut ordered: Vec<&(Consequence, Option<i64>)> = acc.consequences.iter().collect();
+    ordered.sort_by_key(|(_, at)| at.unwrap_or(i64::MAX));
+    let mut phrases: Vec<(String, String)> = Vec::new();
+    for (c, _) in ordered {
+        if phrases.iter().any(|(unit, _)| *unit == c.unit) {
+            continue;
         }
+        let step = acc
+            .consequences
+            .iter()
+            .map(|(c2, _)| c2)
+            .find(|c2| c2.unit == c.unit && c2.what != "service" && c2.what != "unit")
+            .map(|c2| format!(" ({})", c2.what))
+            .unwrap_or_default();
+        let how = if c.recovered { "failed, then recovered" } else { "failed" };
+        phrases.push((c.unit.clone(), format!("{}{step} {how}", c.unit)));
     }
-    if !failed_dedup.is_empty() && acc.signal.category != Category::Other {
-        summary = format!("{summary}; {}", failed_dedup.join(", "));
+    if !phrases.is_empty() && acc.signal.category != Category::Other {
+        let list: Vec<String> = phrases.into_iter().map(|(_, p)| p).collect();
+        summary = format!("{summary}; {}", list.join("; "));
     }
     let mut evidence = acc.evidence;
     evidence.sort_by(|a, b| {
