@@ -157,6 +157,8 @@ struct Reporter {
     /// token would be refused too.
     token_refused: bool,
     uploads: u32,
+    /// The last bundle's worst diagnosis finding (bounded, redacted).
+    diagnosis_headline: Option<String>,
 }
 
 impl Reporter {
@@ -228,6 +230,7 @@ impl Reporter {
             logs_refused: false,
             token_refused: false,
             uploads: 0,
+            diagnosis_headline: None,
             config,
         })
     }
@@ -494,7 +497,10 @@ impl Reporter {
     /// host each time (a few KiB of JSON) so it reaches the UI even when the
     /// service refuses bundles.
     fn bootstrap_finding(&self) -> Option<String> {
-        records::summarize_host(&self.config.root).digest
+        crate::diagnose::progress_info(
+            self.diagnosis_headline.as_deref(),
+            records::summarize_host(&self.config.root).digest,
+        )
     }
 
     /// `PUT .../progress` for this host, retried within this boot's deadline.
@@ -553,6 +559,7 @@ impl Reporter {
         match uploader.upload(&meta, Some(deadline)).await {
             Ok(done) => {
                 self.uploads += 1;
+                self.diagnosis_headline = crate::diagnose::headline_of(&done.manifest);
                 self.reached_service = true;
                 tracing::info!(
                     "uploaded the {reason} {} bundle: {} bytes compressed in {}",

@@ -1201,6 +1201,26 @@ fn format_time(secs: i64) -> String {
     )
 }
 
+/// The worst finding of a shipped bundle, for `progress_info`.
+pub fn headline_of(manifest: &crate::bundle::Manifest) -> Option<String> {
+    manifest.diagnosis.as_ref()?.headline.clone()
+}
+
+/// What the agent sends as `progress_info`: the last bundle's worst finding
+/// when it has one (it says why), else the bootstrap records' digest (read
+/// from the host, so it shows even when no bundle was taken). Bounded to
+/// [`HEADLINE_MAX_CHARS`]; the caller sends it only when it changed.
+pub fn progress_info(headline: Option<&str>, records_digest: Option<String>) -> Option<String> {
+    headline
+        .map(|h| line::shorten(h, HEADLINE_MAX_CHARS))
+        .or(records_digest)
+}
+
+/// At most `max` characters of `text`, `…` when cut.
+pub fn shorten_text(text: &str, max: usize) -> String {
+    line::shorten(text, max)
+}
+
 /// Scans a whole text as one member (tests, fuzzing, offline checks).
 pub fn scan_text(path: &str, data: &[u8]) -> Option<Scanner> {
     let mut scanner = Scanner::for_member(path)?;
