@@ -260,7 +260,6 @@ pub const ANCHORS: &[&str] = &[
     "manifest unknown",
     "exec format error",
     "does not match",
-    "mismatch",
     "no image found in manifest list",
     "no space left on device",
     "fdatasync",

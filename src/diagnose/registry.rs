@@ -92,8 +92,10 @@ pub(super) fn release(msg: &str) -> Option<Signal> {
         ));
     }
     let lower = msg.to_ascii_lowercase();
-    if (lower.contains("release") || lower.contains("architecture"))
-        && (lower.contains("does not match") || lower.contains("mismatch"))
+    // Only the wording of a check, not any line that says both words (a
+    // path can hold "mismatch").
+    if (lower.contains("release image") || lower.contains("arch"))
+        && lower.contains("does not match")
     {
         let what = after(msg, "Error: ").unwrap_or(msg);
         return Some(Signal::new(
