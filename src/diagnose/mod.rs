@@ -469,6 +469,8 @@ pub struct Scanner {
     /// The line being assembled (at most [`MAX_LINE`] bytes of it).
     partial: Vec<u8>,
     partial_offset: u64,
+    /// The window of an overlong line holds an anchor: keep it.
+    partial_frozen: bool,
     hits: Vec<Hits>,
     /// Recoveries: (category, key, line, time).
     recoveries: Vec<(Category, String, u64, Option<i64>)>,
@@ -491,6 +493,7 @@ impl Scanner {
             bytes: 0,
             partial: Vec::new(),
             partial_offset: 0,
+            partial_frozen: false,
             hits: Vec::new(),
             recoveries: Vec::new(),
             units: BTreeMap::new(),
@@ -531,6 +534,7 @@ impl Scanner {
         self.complete_line(&line, self.lines, offset);
         self.partial = line;
         self.partial.clear();
+        self.partial_frozen = false;
         let rest_start = first_nl + 1;
         let rest = &data[rest_start..];
         match memchr::memrchr(b'\n', rest) {
@@ -547,9 +551,24 @@ impl Scanner {
         }
     }
 
-    fn extend_partial(&mut self, data: &[u8]) {
-        let room = MAX_LINE.saturating_sub(self.partial.len());
-        self.partial.extend_from_slice(&data[..data.len().min(room)]);
+    /// Adds to the line being assembled. A line longer than [`MAX_LINE`]
+    /// keeps a sliding window of its newest bytes until the window holds an
+    /// anchor, then that window: memory stays bounded and a match deep in a
+    /// long line is still read.
+    fn extend_partial(&mut self, mut data: &[u8]) {
+        while !data.is_empty() && !self.partial_frozen {
+            let room = MAX_LINE - self.partial.len();
+            let take = data.len().min(room);
+            self.partial.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.partial.len() == MAX_LINE && !data.is_empty() {
+                if anchors().is_match(&self.partial[..]) {
+                    self.partial_frozen = true;
+                } else {
+                    self.partial.drain(..MAX_LINE / 2);
+                }
+            }
+        }
     }
 
     /// Whole lines (ending in a newline) starting at stream offset `base`.
@@ -748,7 +767,8 @@ pub struct Engine {
     /// Recoveries by category, with their latest time.
     recoveries: Vec<(Category, String, Option<i64>)>,
     units: BTreeMap<String, UnitMarks>,
-    unit_failures: Vec<(String, Option<i64>, Evidence)>,
+    /// Unit, time, the `Failed with result` line, recovered in its member.
+    unit_failures: Vec<(String, Option<i64>, Evidence, bool)>,
     summary: Option<Summary>,
     members: u64,
     lines: u64,
@@ -804,13 +824,12 @@ impl Engine {
             }
             if let Some((at, raw)) = &marks.failed {
                 let recovered_here = marks.ok_line > marks.failed_line;
-                if !recovered_here {
-                    self.unit_failures.push((
-                        unit.clone(),
-                        (*at != i64::MAX).then_some(*at),
-                        place(raw),
-                    ));
-                }
+                self.unit_failures.push((
+                    unit.clone(),
+                    (*at != i64::MAX).then_some(*at),
+                    place(raw),
+                    recovered_here,
+                ));
             }
         }
         for (category, key, line, at) in &scanner.recoveries {
@@ -1010,15 +1029,16 @@ impl Engine {
     fn attach_unit_failures(&mut self) {
         let failures = std::mem::take(&mut self.unit_failures);
         let mut seen: Vec<String> = Vec::new();
-        for (unit, at, evidence) in failures {
+        for (unit, at, evidence, recovered_here) in failures {
             if seen.contains(&unit) {
                 continue;
             }
             seen.push(unit.clone());
-            let recovered = match (at, self.units.get(&unit).and_then(|m| m.ok_at)) {
-                (Some(at), Some(ok)) => ok > at,
-                _ => false,
-            };
+            let recovered = recovered_here
+                || match (at, self.units.get(&unit).and_then(|m| m.ok_at)) {
+                    (Some(at), Some(ok)) => ok > at,
+                    _ => false,
+                };
             // Already explained by the records.
             let explained = self
                 .accs
