@@ -122,8 +122,12 @@ pub struct DiagnosisEntry {
     /// The worst finding in one line (also sent as `progress_info`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headline: Option<String>,
-    /// CPU time the engine took (scan and correlation), in milliseconds.
+    /// Time the engine took (line scan, absorbing, correlation), in
+    /// milliseconds: its cost figure (docs/diagnosis.md, bench/run).
     pub cpu_ms: u64,
+    /// Lines the engine read.
+    #[serde(default)]
+    pub lines_scanned: u64,
 }
 
 impl Manifest {
@@ -185,6 +189,7 @@ pub fn write_bundle<W: Write>(
     }
 
     let finish_started = std::time::Instant::now();
+    sink.scan_cpu += sink.engine.scan_time();
     let diagnosis = std::mem::take(&mut sink.engine).finish();
     let diagnosis_entry = write_diagnosis(
         &mut sink,
@@ -271,6 +276,7 @@ fn write_diagnosis<W: Write>(
             String::from_utf8_lossy(&bytes).into_owned()
         }),
         cpu_ms: u64::try_from(cpu.as_millis()).unwrap_or(u64::MAX),
+        lines_scanned: diagnosis.lines_scanned,
     })
 }
 
@@ -281,8 +287,7 @@ struct TarSink<W: Write> {
     mtime: u64,
     /// The diagnosis, fed by every member's scanner.
     engine: Engine,
-    /// Time spent absorbing scanners (the scanning itself is timed by the
-    /// bench, which can tell it from the rest of the pass).
+    /// Time spent absorbing scanners, then plus the scanners' own.
     scan_cpu: std::time::Duration,
 }
 

@@ -479,6 +479,8 @@ pub struct Scanner {
     last_at: Option<i64>,
     document: Vec<u8>,
     document_overflow: bool,
+    /// Time spent in [`Scanner::feed`], for the manifest's cost figure.
+    busy: std::time::Duration,
 }
 
 impl Scanner {
@@ -500,6 +502,7 @@ impl Scanner {
             last_at: None,
             document: Vec::new(),
             document_overflow: false,
+            busy: std::time::Duration::ZERO,
         })
     }
 
@@ -513,6 +516,12 @@ impl Scanner {
         if data.is_empty() {
             return;
         }
+        let started = std::time::Instant::now();
+        self.feed_inner(data);
+        self.busy += started.elapsed();
+    }
+
+    fn feed_inner(&mut self, data: &[u8]) {
         if self.kind == Kind::RecordsSummary {
             let room = MAX_SUMMARY_BYTES.saturating_sub(self.document.len());
             self.document_overflow |= data.len() > room;
@@ -773,6 +782,8 @@ pub struct Engine {
     members: u64,
     lines: u64,
     seq: usize,
+    /// Time the scanners spent reading lines.
+    scan_time: std::time::Duration,
 }
 
 impl Engine {
@@ -787,7 +798,9 @@ impl Engine {
 
     /// Takes in a finished scanner.
     pub fn absorb(&mut self, mut scanner: Scanner, placement: Placement) {
+        let started = std::time::Instant::now();
         scanner.finish();
+        self.scan_time += scanner.busy + started.elapsed();
         self.members += 1;
         self.lines += scanner.total_lines();
         if scanner.kind == Kind::RecordsSummary {
@@ -917,6 +930,12 @@ impl Engine {
             }
         };
         &mut self.accs[i]
+    }
+
+    /// Time the scanners spent reading lines (their share of the bundle's
+    /// CPU: the scan runs on the collecting thread, which is busy meanwhile).
+    pub fn scan_time(&self) -> std::time::Duration {
+        self.scan_time
     }
 
     /// Correlates and orders everything absorbed.
