@@ -413,10 +413,13 @@ def md_diagnose(r, w):
     w("## 3b. Diagnosis: the engine's share of a bundle's CPU, and RSS")
     w("")
     w("`assisted-boot-reporter collect` on the fixture root, this boot's journal a generated one "
-      "(bench/tools journal-gen) of the size below. CPU is the kernel's user+system time of the "
-      "collect process and its children; the engine's time is the manifest's "
-      "`diagnosis.cpu_ms`: the scanners' time inside the streaming pass (timed around every "
-      "chunk they read), absorbing and correlation. Peak RSS is the binary's VmHWM. "
+      "(bench/tools journal-gen) of the size below. Bundle CPU is the kernel's user+system time of "
+      "the collect process and its children. The engine's CPU is measured apart, because inside "
+      "`collect` it is interleaved with redaction and compression: `bench/tools diagnose-scan` "
+      "feeds the same journal bytes to the same `diagnose::Scanner` in 64 KiB pieces and "
+      "correlates, and reports its process CPU (kernel accounting). The bundle reads its "
+      "journal members once more per unit, so the share is per byte scanned. Peak RSS is the "
+      "binary's VmHWM (the engine's state is bounded: see docs/diagnosis.md). "
       f"First size: median of {d['reps']} runs. Goal (issue 13): the engine adds at most 10 % "
       "to the bundle's CPU and nothing to RSS beyond a few MiB whatever the journal size.")
     w("")
