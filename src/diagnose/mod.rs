@@ -407,10 +407,23 @@ impl Diagnosis {
             .findings
             .iter()
             .find(|f| f.severity != Severity::Info)?;
-        Some(line::shorten(
-            &format!("{} {}: {}", worst.severity.as_str(), worst.category.as_str(), worst.summary),
-            HEADLINE_MAX_CHARS,
-        ))
+        // The cause first; the failed services after it only as far as they
+        // fit whole, so the line never ends in half a unit name.
+        let mut parts = worst.summary.split("; ");
+        let mut headline = format!(
+            "{} {}: {}",
+            worst.severity.as_str(),
+            worst.category.as_str(),
+            parts.next().unwrap_or_default()
+        );
+        for part in parts {
+            if headline.chars().count() + 2 + part.chars().count() > HEADLINE_MAX_CHARS {
+                break;
+            }
+            headline.push_str("; ");
+            headline.push_str(part);
+        }
+        Some(line::shorten(&headline, HEADLINE_MAX_CHARS))
     }
 }
 
