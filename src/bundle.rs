@@ -24,11 +24,11 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use serde::{Deserialize, Serialize};
 
-use crate::diagnose::{self, Diagnosis, Engine, Placement, Scanner, DIAGNOSIS_NAME};
 use crate::collect::{
     self, Budget, CollectContext, CollectorReport, Sink, Status, BUNDLE_CAP_REASON,
     MEMBER_CAP_REASON,
 };
+use crate::diagnose::{self, Diagnosis, Engine, Placement, Scanner, DIAGNOSIS_NAME};
 
 /// Name of the records collector, whose digest the manifest repeats.
 pub const RECORDS_COLLECTOR: &str = "records";
@@ -191,12 +191,7 @@ pub fn write_bundle<W: Write>(
     let finish_started = std::time::Instant::now();
     sink.scan_cpu += sink.engine.scan_time();
     let diagnosis = std::mem::take(&mut sink.engine).finish();
-    let diagnosis_entry = write_diagnosis(
-        &mut sink,
-        ctx,
-        &diagnosis,
-        finish_started.elapsed(),
-    )?;
+    let diagnosis_entry = write_diagnosis(&mut sink, ctx, &diagnosis, finish_started.elapsed())?;
 
     let truncated = collectors
         .iter()
@@ -262,7 +257,13 @@ fn write_diagnosis<W: Write>(
     ctx.redactor.redact(&mut json);
     sink.append_member(DIAGNOSIS_NAME, json.len() as u64, &mut json.as_slice())
         .context("writing diagnosis.json")?;
-    let count = |s: diagnose::Severity| diagnosis.findings.iter().filter(|f| f.severity == s).count();
+    let count = |s: diagnose::Severity| {
+        diagnosis
+            .findings
+            .iter()
+            .filter(|f| f.severity == s)
+            .count()
+    };
     let cpu = sink.scan_cpu + finish_time;
     Ok(DiagnosisEntry {
         path: DIAGNOSIS_NAME.to_owned(),

@@ -372,11 +372,10 @@ pub const INSPECT_JSON_VERSION: u32 = 1;
 /// first), the manifest under `manifest`. A bundle from before diagnosis
 /// has `"diagnosis": null` and no findings.
 fn inspect_json(manifest: &Manifest, opened: &Opened) -> serde_json::Value {
-    let findings = opened
-        .diagnosis
-        .as_ref()
-        .map(|d| serde_json::to_value(&d.findings).unwrap_or_default())
-        .unwrap_or_else(|| serde_json::Value::Array(Vec::new()));
+    let findings = opened.diagnosis.as_ref().map_or_else(
+        || serde_json::Value::Array(Vec::new()),
+        |d| serde_json::to_value(&d.findings).unwrap_or_default(),
+    );
     let diagnosis = opened.diagnosis.as_ref().map(|d| {
         serde_json::json!({
             "format_version": d.format_version,
@@ -395,7 +394,10 @@ fn inspect_json(manifest: &Manifest, opened: &Opened) -> serde_json::Value {
 /// The findings block that opens the report.
 fn render_findings(o: &mut String, diagnosis: Option<&Diagnosis>) {
     let Some(diagnosis) = diagnosis else {
-        let _ = writeln!(o, "findings: no {DIAGNOSIS_NAME} in the bundle (made before diagnosis)");
+        let _ = writeln!(
+            o,
+            "findings: no {DIAGNOSIS_NAME} in the bundle (made before diagnosis)"
+        );
         return;
     };
     if diagnosis.findings.is_empty() {

@@ -15,7 +15,9 @@ use std::process::Command;
 use common::{agent_bin, fake_bin, fixture_root, open_bundle};
 
 fn diagnosis_root(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/diagnosis").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/diagnosis")
+        .join(name)
 }
 
 /// Collects `root` and returns `inspect --json`'s object and the bundle path.
@@ -33,7 +35,11 @@ fn collect_and_inspect(root: &Path, tmp: &Path) -> (serde_json::Value, PathBuf) 
         .env("PATH", &path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "collect: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "collect: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = Command::new(agent_bin())
         .args(["inspect", "--json"])
         .arg(&bundle)
@@ -41,7 +47,11 @@ fn collect_and_inspect(root: &Path, tmp: &Path) -> (serde_json::Value, PathBuf) 
         .env("PATH", &path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "inspect: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "inspect: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (serde_json::from_slice(&out.stdout).unwrap(), bundle)
 }
 
@@ -64,7 +74,10 @@ fn check_evidence(object: &serde_json::Value, bundle: &Path) {
                 .nth(usize::try_from(line).unwrap() - 1)
                 .unwrap_or_else(|| panic!("{path} has no line {line}"));
             let expected = ev["text"].as_str().unwrap().trim_end_matches('…');
-            assert!(at.starts_with(expected), "{path}:{line} is {at:?}, evidence {expected:?}");
+            assert!(
+                at.starts_with(expected),
+                "{path}:{line} is {at:?}, evidence {expected:?}"
+            );
         }
     }
 }
@@ -73,20 +86,29 @@ fn first_finding(category: &str, severity: &str, summary_has: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let (object, bundle) = collect_and_inspect(&diagnosis_root(category), tmp.path());
     let findings = object["findings"].as_array().unwrap();
-    let first = findings.first().unwrap_or_else(|| panic!("no findings: {object:#}"));
+    let first = findings
+        .first()
+        .unwrap_or_else(|| panic!("no findings: {object:#}"));
     assert_eq!(first["category"], category, "{:#}", object["findings"]);
     assert_eq!(first["severity"], severity, "{first:#}");
     let summary = first["summary"].as_str().unwrap();
     assert!(summary.contains(summary_has), "{summary}");
     assert!(!first["hint"].as_str().unwrap().is_empty());
-    assert!(!first["evidence"].as_array().unwrap().is_empty(), "{first:#}");
+    assert!(
+        !first["evidence"].as_array().unwrap().is_empty(),
+        "{first:#}"
+    );
     assert!(object["manifest"]["diagnosis"]["path"] == "diagnosis.json");
     check_evidence(&object, &bundle);
 }
 
 #[test]
 fn dns_resolution() {
-    first_finding("dns_resolution", "error", "lookup quay.io on 192.168.122.1:53: no such host");
+    first_finding(
+        "dns_resolution",
+        "error",
+        "lookup quay.io on 192.168.122.1:53: no such host",
+    );
 }
 
 #[test]
@@ -96,7 +118,11 @@ fn proxy() {
 
 #[test]
 fn registry_auth() {
-    first_finding("registry_auth", "error", "registry quay.io refused the pull secret");
+    first_finding(
+        "registry_auth",
+        "error",
+        "registry quay.io refused the pull secret",
+    );
 }
 
 #[test]
@@ -106,7 +132,11 @@ fn untrusted_ca() {
 
 #[test]
 fn clock_skew() {
-    first_finding("clock_skew", "error", "host clock 2024-01-01T10:04:00Z is before its validity start 2026-11-22T09:00:00Z");
+    first_finding(
+        "clock_skew",
+        "error",
+        "host clock 2024-01-01T10:04:00Z is before its validity start 2026-11-22T09:00:00Z",
+    );
 }
 
 #[test]
@@ -156,7 +186,11 @@ fn crio_storage() {
 
 #[test]
 fn selinux() {
-    first_finding("selinux", "warning", "crio { read write } on var_lib_t file");
+    first_finding(
+        "selinux",
+        "warning",
+        "crio { read write } on var_lib_t file",
+    );
 }
 
 #[test]
@@ -183,9 +217,16 @@ fn the_demo_bundle_names_the_dns_failure_first() {
     let tmp = tempfile::tempdir().unwrap();
     let (object, bundle) = collect_and_inspect(&fixture_root(), tmp.path());
     let first = &object["findings"][0];
-    assert_eq!(first["category"], "dns_resolution", "{:#}", object["findings"]);
+    assert_eq!(
+        first["category"], "dns_resolution",
+        "{:#}",
+        object["findings"]
+    );
     let summary = first["summary"].as_str().unwrap();
-    assert!(summary.contains("lookup quay.io on 192.168.122.1:53: server misbehaving"), "{summary}");
+    assert!(
+        summary.contains("lookup quay.io on 192.168.122.1:53: server misbehaving"),
+        "{summary}"
+    );
     // One finding, evidence from release-image, bootkube and its record.
     let paths: Vec<&str> = first["evidence"]
         .as_array()
@@ -193,7 +234,11 @@ fn the_demo_bundle_names_the_dns_failure_first() {
         .iter()
         .map(|e| e["path"].as_str().unwrap())
         .collect();
-    for p in ["journal/units/release-image.log", "journal/units/bootkube.log", "records/bootkube.json"] {
+    for p in [
+        "journal/units/release-image.log",
+        "journal/units/bootkube.log",
+        "records/bootkube.json",
+    ] {
         assert!(paths.contains(&p), "{paths:?}");
     }
     assert_eq!(

@@ -147,7 +147,9 @@ pub fn after<'a>(text: &'a str, pattern: &str) -> Option<&'a str> {
 
 /// The leading run of `text` up to (not including) any of `stops`.
 pub fn token_until<'a>(text: &'a str, stops: &[char]) -> &'a str {
-    let end = text.find(|c: char| stops.contains(&c)).unwrap_or(text.len());
+    let end = text
+        .find(|c: char| stops.contains(&c))
+        .unwrap_or(text.len());
     &text[..end]
 }
 
@@ -196,7 +198,8 @@ mod tests {
 
     #[test]
     fn journal_prefix_gives_time_ident_and_message() {
-        let p = parse("2026-11-22T10:00:01.250000+0000 master-0 kubelet[1234]: E1122 hello: world\n");
+        let p =
+            parse("2026-11-22T10:00:01.250000+0000 master-0 kubelet[1234]: E1122 hello: world\n");
         assert_eq!(p.at, Some(1_795_341_601));
         assert_eq!(p.ident, Some("kubelet"));
         assert_eq!(p.message, "E1122 hello: world");
@@ -215,7 +218,14 @@ mod tests {
     #[test]
     fn no_prefix_is_all_message() {
         let p = parse("Filesystem Size Used");
-        assert_eq!(p, Parts { at: None, ident: None, message: "Filesystem Size Used" });
+        assert_eq!(
+            p,
+            Parts {
+                at: None,
+                ident: None,
+                message: "Filesystem Size Used"
+            }
+        );
         assert_eq!(parse("").message, "");
         assert_eq!(parse("2026-13-01T00:00:00Z x").at, None);
     }
@@ -228,7 +238,9 @@ mod tests {
             Some("quay.io")
         );
         assert_eq!(
-            registry_host("reading manifest sha256:1 in registry.example.com:5000/ocp4/x: unauthorized"),
+            registry_host(
+                "reading manifest sha256:1 in registry.example.com:5000/ocp4/x: unauthorized"
+            ),
             Some("registry.example.com")
         );
         assert_eq!(shorten("abcdef", 4), "abc…");

@@ -296,7 +296,9 @@ enum Kind {
 }
 
 /// Which members are read, and how. Configuration files are left alone:
-/// their words (`mirror`, `proxy`) are not events.
+/// their words (`mirror`, `proxy`) are not events. Member paths are the
+/// bundle's own (lower-case extensions by construction).
+#[allow(clippy::case_sensitive_file_extension_comparisons)]
 fn kind_of(path: &str) -> Option<Kind> {
     if path == "records/summary.json" {
         return Some(Kind::RecordsSummary);
@@ -318,8 +320,14 @@ fn unit_of_path(path: &str) -> Option<String> {
     let name = path
         .strip_prefix("journal/units/")
         .and_then(|p| p.strip_suffix(".log"))
-        .or_else(|| path.strip_prefix("records/").and_then(|p| p.strip_suffix(".json")))
-        .or_else(|| path.strip_prefix("systemd/failed/").and_then(|p| p.strip_suffix(".log")))?;
+        .or_else(|| {
+            path.strip_prefix("records/")
+                .and_then(|p| p.strip_suffix(".json"))
+        })
+        .or_else(|| {
+            path.strip_prefix("systemd/failed/")
+                .and_then(|p| p.strip_suffix(".log"))
+        })?;
     Some(name.trim_end_matches(".service").to_owned())
 }
 
@@ -538,7 +546,8 @@ impl Scanner {
         if self.kind == Kind::RecordsSummary {
             let room = MAX_SUMMARY_BYTES.saturating_sub(self.document.len());
             self.document_overflow |= data.len() > room;
-            self.document.extend_from_slice(&data[..data.len().min(room)]);
+            self.document
+                .extend_from_slice(&data[..data.len().min(room)]);
             self.lines += memchr::memchr_iter(b'\n', data).count() as u64;
             self.bytes += data.len() as u64;
             return;
@@ -559,17 +568,14 @@ impl Scanner {
         self.partial_frozen = false;
         let rest_start = first_nl + 1;
         let rest = &data[rest_start..];
-        match memchr::memrchr(b'\n', rest) {
-            Some(last_nl) => {
-                self.block(&rest[..=last_nl], base + rest_start as u64);
-                let tail_start = rest_start + last_nl + 1;
-                self.partial_offset = base + tail_start as u64;
-                self.extend_partial(&data[tail_start..]);
-            }
-            None => {
-                self.partial_offset = base + rest_start as u64;
-                self.extend_partial(rest);
-            }
+        if let Some(last_nl) = memchr::memrchr(b'\n', rest) {
+            self.block(&rest[..=last_nl], base + rest_start as u64);
+            let tail_start = rest_start + last_nl + 1;
+            self.partial_offset = base + tail_start as u64;
+            self.extend_partial(&data[tail_start..]);
+        } else {
+            self.partial_offset = base + rest_start as u64;
+            self.extend_partial(rest);
         }
     }
 
@@ -616,7 +622,8 @@ impl Scanner {
                 break;
             };
             let start = memchr::memrchr(b'\n', &block[..m.start()]).map_or(0, |i| i + 1);
-            let end = memchr::memchr(b'\n', &block[m.start()..]).map_or(block.len(), |i| m.start() + i);
+            let end =
+                memchr::memchr(b'\n', &block[m.start()..]).map_or(block.len(), |i| m.start() + i);
             self.lines += memchr::memchr_iter(b'\n', &block[counted..start]).count() as u64;
             counted = start;
             let line = &block[start..end];
@@ -678,10 +685,7 @@ impl Scanner {
         let Some(signal) = classify(parts.message) else {
             return;
         };
-        let unit = self
-            .unit
-            .clone()
-            .or_else(|| parts.ident.map(unit_of_ident));
+        let unit = self.unit.clone().or_else(|| parts.ident.map(unit_of_ident));
         if signal.nature == Nature::Recovery {
             if self.recoveries.len() < MAX_KEYS_PER_MEMBER {
                 self.recoveries
@@ -920,13 +924,14 @@ impl Engine {
     }
 
     fn acc_for(&mut self, signal: &Signal) -> &mut Acc {
-        let i = match self
+        let found = self
             .accs
             .iter()
-            .position(|a| a.signal.category == signal.category && a.signal.key == signal.key)
-        {
-            Some(i) => i,
-            None => {
+            .position(|a| a.signal.category == signal.category && a.signal.key == signal.key);
+        let i = if let Some(i) = found {
+            i
+        } else {
+            {
                 self.accs.push(Acc {
                     signal: signal.clone(),
                     count: 0,
@@ -1097,7 +1102,10 @@ impl Engine {
             let signal = Signal::new(
                 category,
                 unit.clone(),
-                format!("{unit}.service failed ({})", line::parse(&evidence.text).message),
+                format!(
+                    "{unit}.service failed ({})",
+                    line::parse(&evidence.text).message
+                ),
                 Nature::Transient,
             );
             let acc = self.acc_for(&signal);
@@ -1144,7 +1152,10 @@ fn severity(acc: &Acc) -> Severity {
         return Severity::Warning;
     }
     let recovered = acc.recovered && !acc.unrecovered_somewhere;
-    let benign = matches!(acc.signal.category, Category::ApiUnreachable | Category::CsrPending);
+    let benign = matches!(
+        acc.signal.category,
+        Category::ApiUnreachable | Category::CsrPending
+    );
     if recovered {
         // A retry that succeeded and failed nothing: every install has some.
         return Severity::Info;
@@ -1189,7 +1200,11 @@ fn finding(mut acc: Acc, severity: Severity) -> Finding {
             .find(|c2| c2.unit == c.unit && c2.what != "service" && c2.what != "unit")
             .map(|c2| format!(" ({})", c2.what))
             .unwrap_or_default();
-        let how = if c.recovered { "failed, then recovered" } else { "failed" };
+        let how = if c.recovered {
+            "failed, then recovered"
+        } else {
+            "failed"
+        };
         phrases.push((c.unit.clone(), format!("{}{step} {how}", c.unit)));
     }
     if !phrases.is_empty() && acc.signal.category != Category::Other {

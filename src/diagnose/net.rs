@@ -56,7 +56,10 @@ pub(super) fn dns(msg: &str) -> Option<Signal> {
             ));
         }
     }
-    for reason in ["Temporary failure in name resolution", "Name or service not known"] {
+    for reason in [
+        "Temporary failure in name resolution",
+        "Name or service not known",
+    ] {
         if msg.contains(reason) {
             let host = url_host(msg).map_or("unknown host", |h| token_until(h, &[':']));
             return Some(Signal::new(
@@ -89,7 +92,9 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
         ));
     }
     if msg.contains("Proxy Authentication Required") || msg.contains("code 407 from proxy") {
-        let target = url_host(msg).or_else(|| registry_host(msg)).unwrap_or("a request");
+        let target = url_host(msg)
+            .or_else(|| registry_host(msg))
+            .unwrap_or("a request");
         return Some(Signal::new(
             Category::Proxy,
             "proxy credentials",
@@ -132,7 +137,7 @@ fn short_net_error(text: &str) -> Option<&'static str> {
 fn endpoint<'a>(text: &'a str, port: &str) -> Option<&'a str> {
     let at = text.find(port)?;
     let start = text[..at]
-        .rfind(|c: char| matches!(c, ' ' | '/' | '"' | '(' | '[' | '=' | '\''))
+        .rfind([' ', '/', '"', '(', '[', '=', '\''])
         .map_or(0, |i| i + 1);
     let host = &text[start..at];
     (!host.is_empty()).then_some(&text[start..at + port.len()])
@@ -189,9 +194,16 @@ pub(super) fn mcs(msg: &str) -> Option<Signal> {
     }
     let ep = endpoint(msg, ":22623").unwrap_or("the machine config server");
     let err = short_net_error(msg)
-        .or_else(|| ["Internal Server Error", "Service Unavailable", "Forbidden", "Not Found"]
+        .or_else(|| {
+            [
+                "Internal Server Error",
+                "Service Unavailable",
+                "Forbidden",
+                "Not Found",
+            ]
             .into_iter()
-            .find(|e| msg.contains(e)))
+            .find(|e| msg.contains(e))
+        })
         .or_else(|| msg.contains("GET error").then_some("GET error"))?;
     Some(Signal::new(
         Category::McsUnreachable,
@@ -209,7 +221,9 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
         if let Some(rest) = after(msg, "device (") {
             return Some(token_until(rest, &[')']));
         }
-        let at = msg.find(": Link is").or_else(|| msg.find(": NIC Link is"))?;
+        let at = msg
+            .find(": Link is")
+            .or_else(|| msg.find(": NIC Link is"))?;
         let before = &msg[..at];
         Some(before.rsplit(' ').next().unwrap_or(before))
     };
@@ -263,25 +277,48 @@ mod tests {
 
     #[test]
     fn go_lookup_errors_name_host_and_server() {
-        let s = sig(dns, r#"Error: initializing source docker://quay.io/x@sha256:5c1e: pinging container registry quay.io: Get "https://quay.io/v2/": dial tcp: lookup quay.io on 192.168.122.1:53: server misbehaving"#);
+        let s = sig(
+            dns,
+            r#"Error: initializing source docker://quay.io/x@sha256:5c1e: pinging container registry quay.io: Get "https://quay.io/v2/": dial tcp: lookup quay.io on 192.168.122.1:53: server misbehaving"#,
+        );
         assert_eq!(s.category, Category::DnsResolution);
         assert_eq!(s.key, "quay.io");
-        assert!(s.summary.contains("lookup quay.io on 192.168.122.1:53: server misbehaving"), "{}", s.summary);
-        let s = sig(dns, "dial tcp: lookup api-int.c.example.com on [fd00::1]:53: no such host");
+        assert!(
+            s.summary
+                .contains("lookup quay.io on 192.168.122.1:53: server misbehaving"),
+            "{}",
+            s.summary
+        );
+        let s = sig(
+            dns,
+            "dial tcp: lookup api-int.c.example.com on [fd00::1]:53: no such host",
+        );
         assert_eq!(s.key, "api-int.c.example.com");
         assert!(s.summary.contains("on [fd00::1]:53: no such host"));
         let s = sig(dns, "read udp 10.0.0.5:4000->10.0.0.1:53: lookup mirror.local on 10.0.0.1:53: read udp 10.0.0.5:4000->10.0.0.1:53: i/o timeout");
         assert_eq!(s.key, "mirror.local");
-        assert_eq!(sig(dns, "curl: (6) Could not resolve host: cloud.openshift.com").key, "cloud.openshift.com");
+        assert_eq!(
+            sig(dns, "curl: (6) Could not resolve host: cloud.openshift.com").key,
+            "cloud.openshift.com"
+        );
         assert!(dns("failed to lookup the user in the cache").is_none());
     }
 
     #[test]
     fn proxy_refusals_and_407() {
-        let s = sig(proxy, r#"Get "https://quay.io/v2/": proxyconnect tcp: dial tcp 10.0.0.9:3128: connect: connection refused"#);
-        assert_eq!((s.category, s.key.as_str()), (Category::Proxy, "10.0.0.9:3128"));
+        let s = sig(
+            proxy,
+            r#"Get "https://quay.io/v2/": proxyconnect tcp: dial tcp 10.0.0.9:3128: connect: connection refused"#,
+        );
+        assert_eq!(
+            (s.category, s.key.as_str()),
+            (Category::Proxy, "10.0.0.9:3128")
+        );
         assert!(s.summary.contains("connection refused"));
-        let s = sig(proxy, "curl: (56) Received HTTP code 407 from proxy after CONNECT");
+        let s = sig(
+            proxy,
+            "curl: (56) Received HTTP code 407 from proxy after CONNECT",
+        );
         assert_eq!(s.nature, Nature::Fatal);
         let s = sig(proxy, "Received HTTP code 403 from proxy after CONNECT");
         assert_eq!(s.key, "proxy CONNECT 403");
@@ -289,24 +326,53 @@ mod tests {
 
     #[test]
     fn api_and_mcs_endpoints() {
-        let s = sig(api, r#"E1122 10:00:01 reflector.go:158] Get "https://api-int.c.example.com:6443/api/v1/nodes": dial tcp 192.168.122.10:6443: connect: connection refused"#);
+        let s = sig(
+            api,
+            r#"E1122 10:00:01 reflector.go:158] Get "https://api-int.c.example.com:6443/api/v1/nodes": dial tcp 192.168.122.10:6443: connect: connection refused"#,
+        );
         assert_eq!(s.key, "api-int.c.example.com:6443");
         assert_eq!(s.nature, Nature::Transient);
-        let s = sig(mcs, r#"GET error: Get "https://api-int.c.example.com:22623/config/master": dial tcp 192.168.122.10:22623: connect: connection refused"#);
-        assert_eq!((s.category, s.key.as_str()), (Category::McsUnreachable, "api-int.c.example.com:22623"));
-        assert_eq!(sig(mcs, "GET https://api-int.c.example.com:22623/config/master: attempt #3 GET result: OK").nature, Nature::Recovery);
+        let s = sig(
+            mcs,
+            r#"GET error: Get "https://api-int.c.example.com:22623/config/master": dial tcp 192.168.122.10:22623: connect: connection refused"#,
+        );
+        assert_eq!(
+            (s.category, s.key.as_str()),
+            (Category::McsUnreachable, "api-int.c.example.com:22623")
+        );
+        assert_eq!(
+            sig(
+                mcs,
+                "GET https://api-int.c.example.com:22623/config/master: attempt #3 GET result: OK"
+            )
+            .nature,
+            Nature::Recovery
+        );
         assert!(mcs("GET https://api-int.c.example.com:22623/config/master: attempt #1").is_none());
         assert!(api("Starting kube-apiserver on :6443").is_none());
     }
 
     #[test]
     fn links_go_down_and_up() {
-        let s = sig(link, "<info>  [1763805601.1234] device (ens3): carrier: link disconnected");
+        let s = sig(
+            link,
+            "<info>  [1763805601.1234] device (ens3): carrier: link disconnected",
+        );
         assert_eq!((s.key.as_str(), s.nature), ("ens3", Nature::Transient));
         let s = sig(link, "ixgbe 0000:01:00.0 eno1: NIC Link is Down");
         assert_eq!(s.key, "eno1");
-        assert_eq!(sig(link, "ixgbe 0000:01:00.0 eno1: NIC Link is Up 10 Gbps, Flow Control: None").nature, Nature::Recovery);
-        let s = sig(link, "dial tcp 10.1.1.1:443: connect: network is unreachable");
+        assert_eq!(
+            sig(
+                link,
+                "ixgbe 0000:01:00.0 eno1: NIC Link is Up 10 Gbps, Flow Control: None"
+            )
+            .nature,
+            Nature::Recovery
+        );
+        let s = sig(
+            link,
+            "dial tcp 10.1.1.1:443: connect: network is unreachable",
+        );
         assert!(s.summary.contains("10.1.1.1:443"), "{}", s.summary);
     }
 }

@@ -45,9 +45,17 @@ pub(super) fn selinux(msg: &str) -> Option<Signal> {
         format!("{comm} {perms} {ttype}:{tclass}"),
         format!(
             "SELinux denied {comm} {{ {perms} }} on {ttype} {tclass}{}",
-            if permissive { " (permissive: allowed)" } else { "" }
+            if permissive {
+                " (permissive: allowed)"
+            } else {
+                ""
+            }
         ),
-        if permissive { Nature::Recovery } else { Nature::Transient },
+        if permissive {
+            Nature::Recovery
+        } else {
+            Nature::Transient
+        },
     ))
 }
 
@@ -75,7 +83,10 @@ mod tests {
     fn csr_and_avc() {
         let s = csr("E1122 10:30:00 certificate_manager.go:562] kubernetes.io/kube-apiserver-client-kubelet: Failed while requesting a signed certificate from the control plane: cannot create certificate signing request: Certificate request was not signed: timed out waiting for the condition").unwrap();
         assert_eq!(s.category, Category::CsrPending);
-        assert!(csr("csr-8x7lq   12m   kubernetes.io/kubelet-serving   system:node:master-1   Pending").is_some());
+        assert!(csr(
+            "csr-8x7lq   12m   kubernetes.io/kubelet-serving   system:node:master-1   Pending"
+        )
+        .is_some());
         assert!(csr("csr-8x7lq approved").is_none());
         let s = selinux(r#"audit: type=1400 audit(1763805601.123:456): avc:  denied  { read write } for  pid=1234 comm="crio" name="x" dev="vda4" ino=1 scontext=system_u:system_r:container_runtime_t:s0 tcontext=system_u:object_r:var_lib_t:s0 tclass=file permissive=0"#).unwrap();
         assert_eq!(s.key, "crio read write var_lib_t:file");
@@ -84,8 +95,14 @@ mod tests {
 
     #[test]
     fn unit_events() {
-        assert_eq!(unit_event("bootkube.service: Failed with result 'exit-code'."), Some(("bootkube", false)));
-        assert_eq!(unit_event("release-image.service: Deactivated successfully."), Some(("release-image", true)));
+        assert_eq!(
+            unit_event("bootkube.service: Failed with result 'exit-code'."),
+            Some(("bootkube", false))
+        );
+        assert_eq!(
+            unit_event("release-image.service: Deactivated successfully."),
+            Some(("release-image", true))
+        );
         assert_eq!(unit_event("Started bootkube.service: x"), None);
     }
 }

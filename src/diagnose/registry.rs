@@ -101,7 +101,10 @@ pub(super) fn release(msg: &str) -> Option<Signal> {
         return Some(Signal::new(
             Category::ReleaseMismatch,
             "release",
-            format!("release mismatch: {}", super::line::shorten(what.trim(), 160)),
+            format!(
+                "release mismatch: {}",
+                super::line::shorten(what.trim(), 160)
+            ),
             Nature::Fatal,
         ));
     }
@@ -116,7 +119,13 @@ mod tests {
     fn refused_pull_secret_names_the_registry() {
         let s = auth("Error: initializing source docker://quay.io/openshift-release-dev/ocp-release@sha256:1e5c: reading manifest sha256:1e5c in quay.io/openshift-release-dev/ocp-release: unauthorized: authentication required").unwrap();
         assert_eq!(s.key, "quay.io");
-        assert!(s.summary.contains("registry quay.io refused the pull secret (unauthorized: authentication required)"), "{}", s.summary);
+        assert!(
+            s.summary.contains(
+                "registry quay.io refused the pull secret (unauthorized: authentication required)"
+            ),
+            "{}",
+            s.summary
+        );
         let s = auth(r#"level=error msg="pull failed" error="reading manifest latest in registry.redhat.io/ubi9: unauthorized""#).unwrap();
         assert_eq!(s.key, "registry.redhat.io");
         let s = auth("Error: initializing source docker://registry.ci.example:5000/x:y: Requesting bearer token: invalid status code from registry 401 (Unauthorized)").unwrap();
@@ -127,14 +136,22 @@ mod tests {
     #[test]
     fn mirrors_and_registries_conf() {
         let s = mirror("Error: initializing source docker://quay.io/ocp/release@sha256:1: (Mirrors also failed: [mirror.corp:5000/ocp4/release@sha256:1: reading manifest sha256:1 in mirror.corp:5000/ocp4/release: manifest unknown]): quay.io/ocp/release@sha256:1: pinging container registry quay.io: dial tcp: lookup quay.io: no such host").unwrap();
-        assert_eq!((s.category, s.key.as_str()), (Category::MirrorConfig, "mirror.corp"));
+        assert_eq!(
+            (s.category, s.key.as_str()),
+            (Category::MirrorConfig, "mirror.corp")
+        );
         assert!(s.summary.contains("manifest unknown"), "{}", s.summary);
         assert!(mirror(r#"error loading registries configuration "/etc/containers/registries.conf": toml: line 3"#).is_some());
     }
 
     #[test]
     fn other_architectures() {
-        assert_eq!(release("exec /usr/bin/pod: exec format error").unwrap().category, Category::ReleaseMismatch);
+        assert_eq!(
+            release("exec /usr/bin/pod: exec format error")
+                .unwrap()
+                .category,
+            Category::ReleaseMismatch
+        );
         let s = release(r#"Error: choosing an image from manifest list docker://quay.io/x: no image found in manifest list for architecture arm64, variant "v8", OS linux"#).unwrap();
         assert_eq!(s.key, "arch arm64");
         assert!(release("Release image arch amd64 does not match host arch arm64").is_some());

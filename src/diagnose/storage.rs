@@ -101,10 +101,15 @@ pub(super) fn crio_storage(msg: &str) -> Option<Signal> {
         "storage corruption",
         "image not known",
     ];
-    let what = BROKEN.iter().find(|b| msg.contains(*b)).copied().or_else(|| {
-        (msg.contains("/var/lib/containers/storage/overlay") && msg.contains("no such file or directory"))
+    let what = BROKEN
+        .iter()
+        .find(|b| msg.contains(*b))
+        .copied()
+        .or_else(|| {
+            (msg.contains("/var/lib/containers/storage/overlay")
+                && msg.contains("no such file or directory"))
             .then_some("overlay layer missing (no such file or directory)")
-    })?;
+        })?;
     Some(Signal::new(
         Category::CrioStorage,
         "/var/lib/containers/storage",
@@ -121,8 +126,16 @@ mod tests {
     fn enospc_names_the_path() {
         let s = full(r#"level=error msg="Error writing blob" error="write /var/lib/containers/storage/overlay/abc/diff/usr/bin/x: no space left on device""#).unwrap();
         assert_eq!(s.key, "/var/lib/containers");
-        assert!(s.summary.contains("/var/lib/containers/storage/overlay/abc/diff/usr/bin/x"), "{}", s.summary);
-        assert_eq!(full("mkdir: no space left on device").unwrap().key, "a file system");
+        assert!(
+            s.summary
+                .contains("/var/lib/containers/storage/overlay/abc/diff/usr/bin/x"),
+            "{}",
+            s.summary
+        );
+        assert_eq!(
+            full("mkdir: no space left on device").unwrap().key,
+            "a file system"
+        );
     }
 
     #[test]
@@ -138,9 +151,22 @@ mod tests {
     #[test]
     fn etcd_and_storage() {
         let s = etcd(r#"{"level":"warn","ts":"2026-11-22T10:00:00Z","caller":"wal/wal.go:805","msg":"slow fdatasync","took":"1.52s","expected-duration":"1s"}"#).unwrap();
-        assert!(s.summary.contains("took 1.52s, expected under 1s"), "{}", s.summary);
-        assert!(etcd(r#"{"msg":"apply request took too long","took":"356ms","expected-duration":"100ms"}"#).is_some());
-        assert!(crio_storage(r#"level=error msg="Failed to create container" error="layer not known""#).is_some());
-        assert!(crio_storage("readlink /var/lib/containers/storage/overlay/l/ABC: no such file or directory").is_some());
+        assert!(
+            s.summary.contains("took 1.52s, expected under 1s"),
+            "{}",
+            s.summary
+        );
+        assert!(etcd(
+            r#"{"msg":"apply request took too long","took":"356ms","expected-duration":"100ms"}"#
+        )
+        .is_some());
+        assert!(crio_storage(
+            r#"level=error msg="Failed to create container" error="layer not known""#
+        )
+        .is_some());
+        assert!(crio_storage(
+            "readlink /var/lib/containers/storage/overlay/l/ABC: no such file or directory"
+        )
+        .is_some());
     }
 }

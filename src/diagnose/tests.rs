@@ -1,6 +1,8 @@
 //! The engine: streaming in odd chunks, placement of cut members,
 //! correlation across members and records, severities and ordering.
 
+use std::fmt::Write as _;
+
 use super::*;
 
 fn engine_with(members: &[(&str, &str)]) -> Diagnosis {
@@ -19,7 +21,11 @@ const DNS_LINE: &str = r#"2026-11-22T10:00:00.000000+0000 m bootkube.sh[1]: Erro
 fn chunking_does_not_change_what_is_found() {
     let mut text = String::new();
     for i in 0..200 {
-        text.push_str(&format!("2026-11-22T10:00:{:02}.000000+0000 m kubelet[1]: I1122 filler line {i}\n", i % 60));
+        let _ = writeln!(
+            text,
+            "2026-11-22T10:00:{:02}.000000+0000 m kubelet[1]: I1122 filler line {i}",
+            i % 60
+        );
         if i == 150 {
             text.push_str(DNS_LINE);
             text.push('\n');
@@ -35,7 +41,10 @@ fn chunking_does_not_change_what_is_found() {
         assert_eq!(s.lines, 201, "chunk {chunk}");
         assert_eq!(s.hits.len(), 1, "chunk {chunk}");
         assert_eq!(s.hits[0].evidence[0].line, 152, "chunk {chunk}");
-        assert_eq!(s.hits[0].evidence[0].line, whole_scan.hits[0].evidence[0].line);
+        assert_eq!(
+            s.hits[0].evidence[0].line,
+            whole_scan.hits[0].evidence[0].line
+        );
     }
 }
 
@@ -130,19 +139,27 @@ fn one_cause_across_units_and_records_is_one_finding() {
     let f = &d.findings[0];
     assert_eq!(f.category, Category::DnsResolution);
     assert_eq!(f.severity, Severity::Error);
-    assert!(f.summary.contains("bootkube (stage mco-bootstrap) failed"), "{}", f.summary);
+    assert!(
+        f.summary.contains("bootkube (stage mco-bootstrap) failed"),
+        "{}",
+        f.summary
+    );
     assert!(f.summary.contains("release-image failed"), "{}", f.summary);
     // The whole journal repeats the unit lines: counted once, cited by unit.
     assert_eq!(f.occurrences, 2);
-    assert!(f.evidence.iter().all(|e| e.path != "journal/this-boot.log"), "{:#?}", f.evidence);
+    assert!(
+        f.evidence.iter().all(|e| e.path != "journal/this-boot.log"),
+        "{:#?}",
+        f.evidence
+    );
 }
 
 #[test]
 fn a_recovered_failure_is_a_warning_and_a_lone_retry_info() {
-    let recovered = r#"2026-11-22T09:57:12.000000+0000 m release-image-download.sh[1]: Error: reading manifest x in quay.io/ocp/release: unauthorized: authentication required
+    let recovered = r"2026-11-22T09:57:12.000000+0000 m release-image-download.sh[1]: Error: reading manifest x in quay.io/ocp/release: unauthorized: authentication required
 2026-11-22T09:57:13.000000+0000 m systemd[1]: release-image.service: Failed with result 'exit-code'.
 2026-11-22T09:58:13.000000+0000 m systemd[1]: release-image.service: Deactivated successfully.
-"#;
+";
     let d = engine_with(&[("journal/units/release-image.log", recovered)]);
     assert_eq!(d.findings[0].category, Category::RegistryAuth);
     assert_eq!(d.findings[0].severity, Severity::Warning, "{d:#?}");
@@ -167,7 +184,10 @@ fn errors_first_then_the_earliest_cause() {
         [Category::UntrustedCa, Category::DiskFull, Category::Selinux]
     );
     let headline = d.headline().unwrap();
-    assert!(headline.starts_with("error untrusted_ca: TLS to an endpoint failed"), "{headline}");
+    assert!(
+        headline.starts_with("error untrusted_ca: TLS to an endpoint failed"),
+        "{headline}"
+    );
     assert!(headline.chars().count() <= HEADLINE_MAX_CHARS);
 }
 
@@ -175,13 +195,13 @@ fn errors_first_then_the_earliest_cause() {
 fn api_refusals_while_the_api_starts_are_info() {
     let mut text = String::new();
     for m in 0..10 {
-        text.push_str(&format!("2026-11-22T10:{m:02}:00.000000+0000 m kubelet[1]: Get \"https://api-int.c:6443/api\": dial tcp 1.2.3.4:6443: connect: connection refused\n"));
+        let _ = writeln!(text, "2026-11-22T10:{m:02}:00.000000+0000 m kubelet[1]: Get \"https://api-int.c:6443/api\": dial tcp 1.2.3.4:6443: connect: connection refused");
     }
     let d = engine_with(&[("journal/units/kubelet.log", &text)]);
     assert_eq!(d.findings[0].severity, Severity::Info);
     // Past 20 minutes with nothing working it is an error.
     for m in 10..30 {
-        text.push_str(&format!("2026-11-22T10:{m:02}:00.000000+0000 m kubelet[1]: Get \"https://api-int.c:6443/api\": dial tcp 1.2.3.4:6443: connect: connection refused\n"));
+        let _ = writeln!(text, "2026-11-22T10:{m:02}:00.000000+0000 m kubelet[1]: Get \"https://api-int.c:6443/api\": dial tcp 1.2.3.4:6443: connect: connection refused");
     }
     let d = engine_with(&[("journal/units/kubelet.log", &text)]);
     assert_eq!(d.findings[0].severity, Severity::Error);
@@ -213,7 +233,10 @@ fn progress_info_prefers_the_diagnosis() {
         progress_info(Some("error dns_resolution: x"), Some("records".into())).as_deref(),
         Some("error dns_resolution: x")
     );
-    assert_eq!(progress_info(None, Some("records".into())).as_deref(), Some("records"));
+    assert_eq!(
+        progress_info(None, Some("records".into())).as_deref(),
+        Some("records")
+    );
     let long = "y".repeat(500);
     assert_eq!(
         progress_info(Some(&long), None).unwrap().chars().count(),

@@ -66,7 +66,11 @@ pub(super) fn clock(msg: &str) -> Option<Signal> {
         if secs.abs() < SKEW_LIMIT_SECS {
             return None;
         }
-        let dir = if msg.contains("slow") { "behind" } else { "ahead of" };
+        let dir = if msg.contains("slow") {
+            "behind"
+        } else {
+            "ahead of"
+        };
         return Some(Signal::new(
             Category::ClockSkew,
             "system clock",
@@ -126,17 +130,32 @@ mod tests {
         let s = clock(r#"Get "https://api-int.c.example.com:6443/api": tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2024-01-01T10:00:00Z is before 2026-11-22T09:00:00Z"#).unwrap();
         assert_eq!(s.category, Category::ClockSkew);
         assert_eq!(s.key, "api-int.c.example.com:6443");
-        assert!(s.summary.contains("host clock 2024-01-01T10:00:00Z is before its validity start 2026-11-22T09:00:00Z"), "{}", s.summary);
+        assert!(
+            s.summary.contains(
+                "host clock 2024-01-01T10:00:00Z is before its validity start 2026-11-22T09:00:00Z"
+            ),
+            "{}",
+            s.summary
+        );
         let s = clock("x509: certificate has expired or is not yet valid: current time 2027-01-01T00:00:00Z is after 2026-12-01T00:00:00Z").unwrap();
-        assert!(s.summary.contains("is after its validity end 2026-12-01T00:00:00Z"));
+        assert!(s
+            .summary
+            .contains("is after its validity end 2026-12-01T00:00:00Z"));
     }
 
     #[test]
     fn chrony_offsets() {
-        assert!(clock("System clock wrong by 3600.512 seconds").unwrap().summary.contains("3600.512"));
+        assert!(clock("System clock wrong by 3600.512 seconds")
+            .unwrap()
+            .summary
+            .contains("3600.512"));
         assert!(clock("System time     : 0.000118 seconds slow of NTP time").is_none());
         let s = clock("System time     : 7200.5 seconds fast of NTP time").unwrap();
-        assert!(s.summary.contains("7200.5 seconds ahead of NTP"), "{}", s.summary);
+        assert!(
+            s.summary.contains("7200.5 seconds ahead of NTP"),
+            "{}",
+            s.summary
+        );
     }
 
     #[test]
@@ -144,8 +163,16 @@ mod tests {
         let s = trust(r#"pinging container registry mirror.corp.example:5000: Get "https://mirror.corp.example:5000/v2/": tls: failed to verify certificate: x509: certificate signed by unknown authority"#).unwrap();
         assert_eq!(s.key, "mirror.corp.example:5000");
         assert_eq!(s.nature, Nature::Fatal);
-        assert!(trust("curl: (60) SSL certificate problem: unable to get local issuer certificate").is_some());
-        assert!(trust("x509: certificate is valid for a.example, not b.example").unwrap().summary.contains("a.example, not b.example"));
+        assert!(trust(
+            "curl: (60) SSL certificate problem: unable to get local issuer certificate"
+        )
+        .is_some());
+        assert!(
+            trust("x509: certificate is valid for a.example, not b.example")
+                .unwrap()
+                .summary
+                .contains("a.example, not b.example")
+        );
         assert!(trust("certificate rotation done").is_none());
     }
 }
