@@ -164,6 +164,8 @@ struct Reporter {
     /// token would be refused too.
     token_refused: bool,
     uploads: u32,
+    /// The last bundle's worst diagnosis finding (bounded, redacted).
+    diagnosis_headline: Option<String>,
 }
 
 impl Reporter {
@@ -236,6 +238,7 @@ impl Reporter {
             logs_refused: false,
             token_refused: false,
             uploads: 0,
+            diagnosis_headline: None,
             config,
         })
     }
@@ -511,13 +514,16 @@ impl Reporter {
         // The summary stops reading at `limit` itself; the margin covers
         // the parse of what it read.
         match tokio::time::timeout(limit + Duration::from_secs(5), summarize).await {
-            Ok(Ok(summary)) => summary.digest.map(|digest| {
-                self.uploader_template
-                    .0
-                    .redactor
-                    .redact_str(&digest)
-                    .into_owned()
-            }),
+            Ok(Ok(summary)) => crate::diagnose::progress_info(
+                self.diagnosis_headline.as_deref(),
+                summary.digest.map(|digest| {
+                    self.uploader_template
+                        .0
+                        .redactor
+                        .redact_str(&digest)
+                        .into_owned()
+                }),
+            ),
             Ok(Err(err)) => {
                 tracing::warn!("summarizing the bootstrap records failed: {err}");
                 None
@@ -585,6 +591,7 @@ impl Reporter {
         match uploader.upload(&meta, Some(deadline)).await {
             Ok(done) => {
                 self.uploads += 1;
+                self.diagnosis_headline = crate::diagnose::headline_of(&done.manifest);
                 self.reached_service = true;
                 tracing::info!(
                     "uploaded the {reason} {} bundle: {} bytes compressed in {}",

@@ -28,6 +28,7 @@ use crate::collect::{
     self, Budget, CollectContext, CollectorReport, Sink, Status, BUNDLE_CAP_REASON,
     MEMBER_CAP_REASON,
 };
+use crate::diagnose::{self, Diagnosis, Engine, Placement, Scanner, DIAGNOSIS_NAME};
 
 /// Name of the records collector, whose digest the manifest repeats.
 pub const RECORDS_COLLECTOR: &str = "records";
@@ -131,6 +132,30 @@ pub struct Manifest {
     /// (see `records::Summary::digest`), for the service's `progress_info`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records_digest: Option<String>,
+    /// The `diagnosis.json` member (`docs/diagnosis.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<DiagnosisEntry>,
+}
+
+/// The manifest's entry for `diagnosis.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiagnosisEntry {
+    /// Member path, relative to the top directory.
+    pub path: String,
+    pub bytes: u64,
+    /// Findings by severity.
+    pub errors: usize,
+    pub warnings: usize,
+    pub infos: usize,
+    /// The worst finding in one line (also sent as `progress_info`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<String>,
+    /// Time the engine took (line scan, absorbing, correlation), in
+    /// milliseconds: its cost figure (docs/diagnosis.md, bench/run).
+    pub cpu_ms: u64,
+    /// Lines the engine read.
+    #[serde(default)]
+    pub lines_scanned: u64,
 }
 
 impl Manifest {
@@ -171,6 +196,8 @@ pub fn write_bundle<W: Write>(
         used: 0,
         mtime: now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         names: ctx.redactor.clone(),
+        engine: Engine::new(),
+        scan_cpu: std::time::Duration::ZERO,
     };
     sink.append_dir()
         .context("writing the bundle's top directory")?;
@@ -189,6 +216,11 @@ pub fn write_bundle<W: Write>(
         );
         collectors.push(report);
     }
+
+    let finish_started = std::time::Instant::now();
+    sink.scan_cpu += sink.engine.scan_time();
+    let diagnosis = std::mem::take(&mut sink.engine).finish();
+    let diagnosis_entry = write_diagnosis(&mut sink, ctx, &diagnosis, finish_started.elapsed())?;
 
     let truncated = collectors
         .iter()
@@ -224,6 +256,7 @@ pub fn write_bundle<W: Write>(
             .and_then(|c| c.digest.clone()),
         collectors,
         truncated,
+        diagnosis: Some(diagnosis_entry),
     };
     let mut json = serde_json::to_vec_pretty(&manifest).context("serializing the manifest")?;
     json.push(b'\n');
@@ -240,6 +273,43 @@ pub fn write_bundle<W: Write>(
     Ok((manifest, out))
 }
 
+/// Writes `diagnosis.json` (never cut: it is small and bounded).
+fn write_diagnosis<W: Write>(
+    sink: &mut TarSink<W>,
+    ctx: &CollectContext,
+    diagnosis: &Diagnosis,
+    finish_time: std::time::Duration,
+) -> anyhow::Result<DiagnosisEntry> {
+    let mut json = serde_json::to_vec_pretty(diagnosis).context("serializing the diagnosis")?;
+    json.push(b'\n');
+    // Evidence lines were redacted on their way in; scrub the whole anyway.
+    ctx.redactor.redact(&mut json);
+    sink.append_member(DIAGNOSIS_NAME, json.len() as u64, &mut json.as_slice())
+        .context("writing diagnosis.json")?;
+    let count = |s: diagnose::Severity| {
+        diagnosis
+            .findings
+            .iter()
+            .filter(|f| f.severity == s)
+            .count()
+    };
+    let cpu = sink.scan_cpu + finish_time;
+    Ok(DiagnosisEntry {
+        path: DIAGNOSIS_NAME.to_owned(),
+        bytes: json.len() as u64,
+        errors: count(diagnose::Severity::Error),
+        warnings: count(diagnose::Severity::Warning),
+        infos: count(diagnose::Severity::Info),
+        headline: diagnosis.headline().map(|h| {
+            let mut bytes = h.into_bytes();
+            ctx.redactor.redact(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        }),
+        cpu_ms: u64::try_from(cpu.as_millis()).unwrap_or(u64::MAX),
+        lines_scanned: diagnosis.lines_scanned,
+    })
+}
+
 struct TarSink<W: Write> {
     builder: tar::Builder<GzEncoder<W>>,
     limits: BundleLimits,
@@ -247,6 +317,10 @@ struct TarSink<W: Write> {
     mtime: u64,
     /// Member names come from host file names: redacted like their content.
     names: crate::redact::Redactor,
+    /// The diagnosis, fed by every member's scanner.
+    engine: Engine,
+    /// Time spent absorbing scanners, then plus the scanners' own.
+    scan_cpu: std::time::Duration,
 }
 
 impl<W: Write> TarSink<W> {
@@ -303,6 +377,16 @@ impl<W: Write> Sink for TarSink<W> {
         self.append_member(path, size, data)?;
         self.used += size;
         Ok(())
+    }
+
+    fn scanner(&mut self, path: &str) -> Option<Scanner> {
+        self.engine.scanner(path)
+    }
+
+    fn scanned(&mut self, scanner: Scanner, placement: Placement) {
+        let started = std::time::Instant::now();
+        self.engine.absorb(scanner, placement);
+        self.scan_cpu += started.elapsed();
     }
 }
 
@@ -435,9 +519,10 @@ mod tests {
             assert_eq!(header.mode().unwrap(), 0o644);
             assert_eq!(header.uid().unwrap(), 0);
         }
+        // The top directory, diagnosis.json and the manifest.
         assert_eq!(
             members.len(),
-            files.iter().filter(|f| f.archived).count() + 2
+            files.iter().filter(|f| f.archived).count() + 3
         );
         let sum: u64 = files.iter().map(|f| f.bytes).sum();
         assert_eq!(parsed.total_bytes, sum);
@@ -486,7 +571,9 @@ mod tests {
 
         let content: u64 = members
             .iter()
-            .filter(|(p, _, _)| p != "host_boot/manifest.json")
+            // Like the manifest, diagnosis.json is outside the content cap
+            // (bounded: at most 32 findings of 8 evidence lines).
+            .filter(|(p, _, _)| p != "host_boot/manifest.json" && p != "host_boot/diagnosis.json")
             .map(|(_, _, d)| d.len() as u64)
             .sum();
         assert!(content <= limits.total_bytes, "{content}");

@@ -12,6 +12,7 @@ pub mod cleanup;
 pub mod cli;
 pub mod collect;
 pub mod config;
+pub mod diagnose;
 pub mod ignition;
 pub mod kubelet;
 pub mod ledger;

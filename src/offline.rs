@@ -21,6 +21,7 @@ use crate::bundle::{write_bundle, BundleLimits, BundleMeta, Manifest, MANIFEST_N
 use crate::bundle_reader;
 use crate::collect::{CollectContext, Status};
 use crate::config::{self, DEFAULT_KUBELET_HEALTHZ_URL};
+use crate::diagnose::{Diagnosis, DIAGNOSIS_NAME};
 use crate::records::{Outcome, Summary};
 use crate::redact::Redactor;
 
@@ -71,7 +72,8 @@ pub struct InspectArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 
-    /// Print the manifest as JSON instead of the report.
+    /// Print one JSON object instead of the report: `findings` (most likely
+    /// cause first) and the `manifest` (docs/diagnosis.md).
     #[arg(long)]
     pub json: bool,
 
@@ -300,6 +302,7 @@ struct Opened {
     manifest: Option<Manifest>,
     summary: Option<Summary>,
     failed_units: Option<String>,
+    diagnosis: Option<Diagnosis>,
     /// Every member with its size, in archive order.
     members: Vec<(String, u64)>,
 }
@@ -324,7 +327,7 @@ fn open_bundle(file: impl Read, path: &Path, max_uncompressed: u64) -> anyhow::R
         opened.members.push((inner.clone(), member.size));
         let wanted = matches!(
             inner.as_str(),
-            MANIFEST_NAME | "records/summary.json" | "systemd/failed-units.txt"
+            MANIFEST_NAME | "records/summary.json" | "systemd/failed-units.txt" | DIAGNOSIS_NAME
         );
         if wanted && member.size <= READ_LIMIT && member.entry_type.is_file() {
             let mut data = Vec::new();
@@ -349,6 +352,7 @@ fn open_bundle(file: impl Read, path: &Path, max_uncompressed: u64) -> anyhow::R
                     .ok()
                     .and_then(|value| serde_json::from_value(printable_json(value)).ok());
             }
+            DIAGNOSIS_NAME => opened.diagnosis = serde_json::from_slice(&data).ok(),
             _ => {
                 let text = String::from_utf8_lossy(&data);
                 let lines: Vec<String> = text.lines().map(|l| printable(l).into_owned()).collect();
@@ -413,7 +417,7 @@ pub fn inspect_from(
         );
     };
     if json {
-        serde_json::to_writer_pretty(&mut *out, manifest)?;
+        serde_json::to_writer_pretty(&mut *out, &inspect_json(manifest, &opened))?;
         writeln!(out)?;
         return Ok(());
     }
@@ -421,6 +425,72 @@ pub fn inspect_from(
     out.write_all(text.as_bytes())
         .context("writing the report")?;
     Ok(())
+}
+
+/// Version of `inspect --json`'s object (docs/diagnosis.md).
+pub const INSPECT_JSON_VERSION: u32 = 1;
+
+/// `inspect --json`: one object, findings first (most likely root cause
+/// first), the manifest under `manifest`. A bundle from before diagnosis
+/// has `"diagnosis": null` and no findings.
+fn inspect_json(manifest: &Manifest, opened: &Opened) -> serde_json::Value {
+    let findings = opened.diagnosis.as_ref().map_or_else(
+        || serde_json::Value::Array(Vec::new()),
+        |d| serde_json::to_value(&d.findings).unwrap_or_default(),
+    );
+    let diagnosis = opened.diagnosis.as_ref().map(|d| {
+        serde_json::json!({
+            "format_version": d.format_version,
+            "members_scanned": d.members_scanned,
+            "lines_scanned": d.lines_scanned,
+        })
+    });
+    serde_json::json!({
+        "inspect_version": INSPECT_JSON_VERSION,
+        "findings": findings,
+        "diagnosis": diagnosis,
+        "manifest": manifest,
+    })
+}
+
+/// The findings block that opens the report.
+fn render_findings(o: &mut String, diagnosis: Option<&Diagnosis>) {
+    let Some(diagnosis) = diagnosis else {
+        let _ = writeln!(
+            o,
+            "findings: no {DIAGNOSIS_NAME} in the bundle (made before diagnosis)"
+        );
+        return;
+    };
+    if diagnosis.findings.is_empty() {
+        let _ = writeln!(
+            o,
+            "findings: none ({} lines in {} members read)",
+            diagnosis.lines_scanned, diagnosis.members_scanned
+        );
+        return;
+    }
+    let _ = writeln!(o, "findings (most likely cause first):");
+    for (i, f) in diagnosis.findings.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "  {}. {:<7} {}: {}",
+            i + 1,
+            f.severity.as_str(),
+            f.category.as_str(),
+            f.summary
+        );
+        let _ = writeln!(o, "     hint: {}", f.hint);
+        for e in f.evidence.iter().take(3) {
+            let at = e.line.map_or_else(|| "cut".to_owned(), |l| l.to_string());
+            let _ = writeln!(
+                o,
+                "     {}:{at}: {}",
+                e.path,
+                crate::diagnose::shorten_text(&e.text, 160)
+            );
+        }
+    }
 }
 
 fn human(bytes: u64) -> String {
@@ -453,6 +523,8 @@ fn duration_text(secs: Option<i64>) -> String {
 
 fn render(path: &Path, compressed: u64, manifest: &Manifest, opened: &Opened) -> String {
     let mut o = String::new();
+    render_findings(&mut o, opened.diagnosis.as_ref());
+    o.push('\n');
     let meta = &manifest.meta;
     let _ = writeln!(
         o,

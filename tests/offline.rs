@@ -124,13 +124,15 @@ fn inspect_prints_the_story_of_a_collected_bundle() {
         );
     }
 
-    // --json is the manifest itself.
+    // --json is one object: the findings, and the manifest under a key.
     let out = run(
         &["inspect".as_ref(), "--json".as_ref(), bundle.as_os_str()],
         &[],
         tmp.path(),
     );
-    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let object: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(object["findings"].is_array(), "{object}");
+    let manifest = &object["manifest"];
     assert_eq!(manifest["meta"]["reason"], "offline");
     assert_eq!(manifest["meta"]["host_id"], HOST_ID);
 }

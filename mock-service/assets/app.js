@@ -352,7 +352,8 @@ function openBrowser(base, bundle, label) {
     member: null,
     expanded: new Set(),
     filter: "",
-    data: { timeline: null, manifest: null, members: null, text: null },
+    data: { timeline: null, manifest: null, members: null, text: null, diagnosis: null },
+    line: null,
     node: el("section", { class: "card browser", "aria-label": "Bundle browser" }),
   };
   render(ui.state);
@@ -376,7 +377,7 @@ function placeBrowser() {
 
 async function loadBrowser() {
   const b = ui.browser;
-  b.data = { timeline: null, manifest: null, members: null, text: b.data.text };
+  b.data = { timeline: null, manifest: null, members: null, text: b.data.text, diagnosis: null };
   drawBrowser();
   const settle = (key) => (v) => {
     if (ui.browser !== b) return;
@@ -387,8 +388,9 @@ async function loadBrowser() {
     getJSON(`${b.base}/timeline`).then(settle("timeline"), (e) => settle("timeline")({ error: e.message })),
     getJSON(`${b.base}/manifest`).then(settle("manifest"), (e) => settle("manifest")({ error: e.message })),
     getJSON(`${b.base}/members`).then(settle("members"), (e) => settle("members")({ error: e.message })),
+    getJSON(`${b.base}/diagnosis`).then(settle("diagnosis"), (e) => settle("diagnosis")({ error: e.message })),
   ]);
-  if (b.member && ui.browser === b) viewMember(b.member);
+  if (b.member && ui.browser === b) viewMember(b.member, b.line);
 }
 
 function drawBrowser() {
@@ -412,6 +414,7 @@ function drawBrowser() {
     stale ? el("div", { class: "notice", role: "status" },
       "A newer upload of this bundle arrived. ",
       el("button", { class: "btn primary small", type: "button", onclick: reloadBrowser }, "Show the newest")) : null,
+    findingsView(b.data.diagnosis),
     el("div", { class: "tabs", role: "tablist", "aria-label": "Bundle views" },
       tabs.map(([id, label]) => el("button", {
         class: `tab${b.tab === id ? " active" : ""}`,
@@ -461,6 +464,40 @@ function loading(what) {
 
 function failed(what, data) {
   return el("p", { class: "error-text" }, `Could not read the ${what}: ${data.error}`);
+}
+
+// ---------- diagnosis ----------
+
+// The agent's findings, most likely cause first, above the timeline; each
+// evidence line opens its member in the file viewer at that line.
+function findingsView(d) {
+  if (!d) return el("section", { class: "findings", "aria-label": "Diagnosis" }, loading("diagnosis"));
+  if (d.error) return el("section", { class: "findings", "aria-label": "Diagnosis" }, failed("diagnosis", d));
+  if (d.absent) {
+    return el("section", { class: "findings", "aria-label": "Diagnosis" },
+      el("p", { class: "muted" }, "This bundle has no diagnosis.json (an agent from before diagnosis)."));
+  }
+  const findings = d.findings || [];
+  const head = el("h4", {}, "Diagnosis", el("span", { class: "muted small" },
+    findings.length ? ` · ${findings.length} finding${findings.length === 1 ? "" : "s"}, most likely cause first`
+      : ` · nothing found in ${d.lines_scanned ?? 0} lines`));
+  const pill = { error: "danger", warning: "warning", info: "neutral" };
+  return el("section", { class: "findings", "aria-label": "Diagnosis" }, head,
+    el("ol", { class: "finding-list" }, findings.map((f) => el("li", {
+      class: `finding ${f.severity}`, "data-category": f.category, "data-severity": f.severity,
+    },
+    el("div", { class: "finding-head" },
+      el("span", { class: `pill small ${pill[f.severity] || "neutral"}` }, f.severity),
+      el("code", { class: "category" }, f.category),
+      el("span", { class: "finding-summary" }, f.summary)),
+    el("p", { class: "hint muted small" }, f.hint),
+    el("ul", { class: "evidence" }, (f.evidence || []).map((e) => el("li", {},
+      e.line ? el("button", {
+        type: "button", class: "linkish evidence-link", "data-path": e.path, "data-line": String(e.line),
+        title: `Open ${e.path} at line ${e.line}`,
+        onclick: () => viewMember(memberPath(e.path), e.line),
+      }, `${e.path}:${e.line}`) : el("span", { class: "muted" }, `${e.path} (line cut from the bundle)`),
+      el("code", { class: "evidence-text" }, e.text))))))));
 }
 
 // ---------- records timeline ----------
@@ -649,9 +686,10 @@ function memberPath(rel) {
 
 // ---------- files ----------
 
-async function viewMember(path) {
+async function viewMember(path, line = null) {
   const b = ui.browser;
   b.member = path;
+  b.line = line;
   b.tab = "files";
   b.data.text = null;
   drawBrowser();
@@ -664,7 +702,25 @@ async function viewMember(path) {
   if (ui.browser === b && b.member === path) {
     b.data.text = data;
     drawBrowser();
+    const mark = b.node.querySelector("pre.viewer-text mark.evidence-line");
+    if (mark) {
+      mark.scrollIntoView({ block: "center" });
+      const pre = mark.closest("pre");
+      pre.scrollTop = Math.max(0, mark.offsetTop - pre.offsetTop - pre.clientHeight / 2);
+    }
   }
+}
+
+// The member's text with line `line` (1-based) marked.
+function textWithLine(text, line) {
+  if (!line) return [text || "(empty)"];
+  const lines = text.split("\n");
+  if (line > lines.length) return [text];
+  return [
+    lines.slice(0, line - 1).join("\n") + (line > 1 ? "\n" : ""),
+    el("mark", { class: "evidence-line", id: "evidence-line", "data-line": String(line) }, lines[line - 1]),
+    line < lines.length ? "\n" + lines.slice(line).join("\n") : "",
+  ];
 }
 
 function filesView(b) {
@@ -674,7 +730,7 @@ function filesView(b) {
   const files = m.members.filter((x) => x.kind === "file" && x.path.toLowerCase().includes(b.filter.toLowerCase()));
   const list = el("ul", { class: "file-list", "aria-label": "Files in the bundle" },
     files.map((f) => el("li", { class: b.member === f.path ? "active" : "" },
-      el("button", { type: "button", class: "linkish", "aria-current": b.member === f.path ? "true" : null, onclick: () => viewMember(f.path) },
+      el("button", { type: "button", class: "linkish", "aria-current": b.member === f.path ? "true" : null, onclick: () => viewMember(f.path, null) },
         el("span", { class: "file-name" }, f.path.replace(/^host_boot\//, "")),
         el("span", { class: "muted small" }, size(f.size))))));
   const filter = el("input", {
@@ -699,7 +755,7 @@ function filesView(b) {
         el("code", {}, t.path), el("span", { class: "muted" }, ` · ${size(t.size)}`),
         t.truncated ? el("span", { class: "pill small warning" }, `first ${size(t.text.length)} shown; download for the rest`) : null,
         t.binary ? el("span", { class: "pill small warning" }, "binary content") : null),
-      el("pre", { class: "log viewer-text", tabindex: "0" }, t.text || "(empty)"));
+      el("pre", { class: "log viewer-text", tabindex: "0" }, ...textWithLine(t.text, b.line)));
   }
   return el("div", { class: "files" },
     el("div", { class: "file-pane" }, filter, el("p", { class: "muted small" }, `${files.length} of ${m.members.filter((x) => x.kind === "file").length} files${m.incomplete ? " (listing cut short)" : ""}`), list),

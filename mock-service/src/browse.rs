@@ -39,6 +39,7 @@ pub fn router() -> Router<Shared> {
         .route(&format!("{base}/member"), get(member))
         .route(&format!("{base}/manifest"), get(manifest))
         .route(&format!("{base}/timeline"), get(records_timeline))
+        .route(&format!("{base}/diagnosis"), get(diagnosis))
 }
 
 /// Parses the `{cluster_id}/{host_id}/{logs_type}` of an admin bundle URL;
@@ -259,6 +260,39 @@ async fn manifest(State(st): State<Shared>, key: KeyPath) -> Result<Json<Value>,
         found
             .map(Json)
             .ok_or_else(|| ApiError::not_found("the bundle has no manifest.json"))
+    })
+    .await
+}
+
+/// `diagnosis.json` right under the bundle's top directory.
+fn is_diagnosis(path: &str) -> bool {
+    let parts: Vec<&str> = path.trim_start_matches("./").split('/').collect();
+    matches!(parts.as_slice(), ["diagnosis.json"] | [_, "diagnosis.json"])
+}
+
+/// The agent's `diagnosis.json` (findings, most likely cause first); a
+/// bundle from an agent without diagnosis answers `{"findings": [],
+/// "absent": true}` so the page can say so.
+async fn diagnosis(State(st): State<Shared>, key: KeyPath) -> Result<Json<Value>, ApiError> {
+    let path = stored_path(&st, key)?;
+    with_archive(path, |archive| {
+        let mut found = None;
+        scan(archive, |name, entry| {
+            if !is_diagnosis(name) {
+                return Ok(true);
+            }
+            let bytes = read_capped(entry, MAX_JSON_BYTES)?;
+            found = Some(serde_json::from_slice(&bytes).map_err(|e| {
+                ApiError::Error(
+                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                    format!("{name} does not parse: {e}"),
+                )
+            })?);
+            Ok(false)
+        })?;
+        Ok(Json(found.unwrap_or_else(
+            || serde_json::json!({"findings": [], "absent": true}),
+        )))
     })
     .await
 }

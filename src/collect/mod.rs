@@ -42,6 +42,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::bundle::escape_controls;
+use crate::diagnose::{Placement, Scanner};
 use crate::redact::{Mode, Redactor, StreamRedactor};
 use spool::Spool;
 
@@ -290,6 +291,15 @@ pub trait Sink {
     /// Adds one complete member (`path` relative to the bundle's top dir) of
     /// exactly `size` bytes read from `data`.
     fn append(&mut self, path: &str, size: u64, data: &mut dyn Read) -> io::Result<()>;
+
+    /// A line observer for member `path`, fed the same redacted bytes as the
+    /// member on their way in (the diagnosis engine); `None` = not observed.
+    fn scanner(&mut self, _path: &str) -> Option<Scanner> {
+        None
+    }
+
+    /// Hands back a member's observer once the member is placed.
+    fn scanned(&mut self, _scanner: Scanner, _placement: Placement) {}
 }
 
 pub type CollectFn = fn(&mut Members<'_>) -> io::Result<()>;
@@ -661,6 +671,7 @@ impl Members<'_> {
         };
         let limits = CommandLimits {
             budget,
+            scanner: self.sink.scanner(path),
             mode: opts.mode,
             timeout,
             timeout_reason: why,
@@ -704,6 +715,7 @@ impl Members<'_> {
         };
         let limits = CommandLimits {
             budget,
+            scanner: self.sink.scanner(path),
             mode: opts.mode,
             timeout,
             timeout_reason: why,
@@ -724,6 +736,10 @@ impl Members<'_> {
         }
         let mut content = Spool::new(data.len() as u64, &self.ctx.spill_dir());
         content.write(&data);
+        let scanner = self.sink.scanner(path).map(|mut scanner| {
+            scanner.feed(&data);
+            scanner
+        });
         self.add(
             path,
             Captured {
@@ -737,6 +753,7 @@ impl Members<'_> {
                 redactions,
                 stderr_head: String::new(),
                 duration: started.elapsed(),
+                scanner,
             },
         )
     }
@@ -768,7 +785,7 @@ impl Members<'_> {
         });
     }
 
-    fn add(&mut self, path: &str, captured: Captured) -> io::Result<()> {
+    fn add(&mut self, path: &str, mut captured: Captured) -> io::Result<()> {
         // Names built from host file names: the tar name and the manifest
         // carry the same escaped form.
         let path: &str = &escape_controls(path);
@@ -778,10 +795,35 @@ impl Members<'_> {
             Status::Failed | Status::TimedOut => size > 0,
             Status::Skipped => false,
         };
+        let dropped = captured.content.seen() - size;
+        // Only a cut member needs its own line count (to renumber the
+        // evidence); counting rides on the copy into the archive.
+        let mut lines = LineCount::default();
         if archive {
-            self.sink
-                .append(path, size, &mut captured.content.reader())?;
+            if captured.scanner.is_some() && dropped > 0 {
+                let mut reader = CountingReader {
+                    inner: captured.content.reader(),
+                    count: &mut lines,
+                };
+                self.sink.append(path, size, &mut reader)?;
+            } else {
+                self.sink
+                    .append(path, size, &mut captured.content.reader())?;
+            }
             self.remaining = self.remaining.saturating_sub(size);
+        }
+        if let Some(scanner) = captured.scanner.take() {
+            let member_lines = if dropped > 0 {
+                lines.lines()
+            } else {
+                scanner.lines() + 1
+            };
+            let placement = Placement {
+                archived: archive,
+                dropped_bytes: dropped,
+                member_lines,
+            };
+            self.sink.scanned(scanner, placement);
         }
         let mut reason = captured.reason;
         let mut note = |text: String| {
@@ -816,6 +858,36 @@ impl Members<'_> {
     }
 }
 
+/// Newlines and the last byte of what went through a [`CountingReader`].
+#[derive(Debug, Default)]
+struct LineCount {
+    newlines: u64,
+    last: Option<u8>,
+}
+
+impl LineCount {
+    /// Lines, a partial last one included.
+    fn lines(&self) -> u64 {
+        self.newlines + u64::from(self.last.is_some_and(|b| b != b'\n'))
+    }
+}
+
+struct CountingReader<'a, R> {
+    inner: R,
+    count: &'a mut LineCount,
+}
+
+impl<R: Read> Read for CountingReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            self.count.newlines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+            self.count.last = Some(buf[n - 1]);
+        }
+        Ok(n)
+    }
+}
+
 /// A member's content and what happened while gathering it.
 #[derive(Debug)]
 pub struct Captured {
@@ -833,6 +905,8 @@ pub struct Captured {
     /// Start of the command's stderr, redacted.
     pub stderr_head: String,
     pub duration: Duration,
+    /// The line observer that saw the content, handed back to the sink.
+    pub scanner: Option<Scanner>,
 }
 
 impl Captured {
@@ -848,6 +922,7 @@ impl Captured {
             redactions: 0,
             stderr_head: String::new(),
             duration: started.elapsed(),
+            scanner: None,
         }
     }
 }
@@ -871,28 +946,44 @@ struct Intake {
     redactor: StreamRedactor,
     spool: Spool,
     raw: u64,
+    /// Sees the redacted bytes too (the diagnosis), in the same pass.
+    scanner: Option<Scanner>,
 }
 
 impl Intake {
-    fn new(ctx: &CollectContext, budget: Budget, mode: Mode) -> Self {
+    fn new(ctx: &CollectContext, budget: Budget, mode: Mode, scanner: Option<Scanner>) -> Self {
         Self {
             redactor: ctx.redactor.stream(mode),
             spool: Spool::new(budget.bytes, &ctx.spill_dir()),
             raw: 0,
+            scanner,
         }
     }
 
     fn push(&mut self, data: &[u8]) {
         self.raw += data.len() as u64;
         let spool = &mut self.spool;
-        self.redactor.push(data, &mut |b| spool.write(b));
+        match &mut self.scanner {
+            Some(scanner) => self.redactor.push(data, &mut |b| {
+                spool.write(b);
+                scanner.feed(b);
+            }),
+            None => self.redactor.push(data, &mut |b| spool.write(b)),
+        }
     }
 
-    /// Flushes the last line; returns the content and the redaction count.
-    fn finish(self) -> (Spool, u64, usize) {
+    /// Flushes the last line; returns the content, the bytes read, the
+    /// redaction count and the observer.
+    fn finish(self) -> (Spool, u64, usize, Option<Scanner>) {
         let mut spool = self.spool;
-        let count = self.redactor.finish(&mut |b| spool.write(b));
-        (spool, self.raw, count)
+        let mut scanner = self.scanner;
+        let count = self.redactor.finish(&mut |b| {
+            spool.write(b);
+            if let Some(scanner) = &mut scanner {
+                scanner.feed(b);
+            }
+        });
+        (spool, self.raw, count, scanner)
     }
 }
 
@@ -922,6 +1013,7 @@ enum Ending {
 /// What bounds one command.
 struct CommandLimits {
     budget: Budget,
+    scanner: Option<Scanner>,
     mode: Mode,
     timeout: Duration,
     /// The manifest's reason when `timeout` kills it.
@@ -939,6 +1031,7 @@ fn capture_command(
 ) -> Captured {
     let CommandLimits {
         budget,
+        scanner,
         mode,
         timeout,
         timeout_reason,
@@ -973,7 +1066,7 @@ fn capture_command(
         }
     };
 
-    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode))));
+    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode, scanner))));
     let stderr_head = Arc::new(Mutex::new(Vec::new()));
     let abandoned = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<ReaderDone>();
@@ -1053,7 +1146,7 @@ fn capture_command(
         std::mem::take(&mut *stderr_head.lock().unwrap_or_else(PoisonError::into_inner));
     ctx.redactor.redact(&mut stderr);
     let stderr_head = String::from_utf8_lossy(&stderr).into_owned();
-    let (content, original_bytes, redactions) = intake.finish();
+    let (content, original_bytes, redactions, scanner) = intake.finish();
 
     let (status, mut reason) = match ending {
         Ending::TimedOut => (Status::TimedOut, Some(timeout_reason)),
@@ -1082,6 +1175,7 @@ fn capture_command(
         redactions,
         stderr_head,
         duration: started.elapsed(),
+        scanner,
     }
 }
 
@@ -1236,12 +1330,13 @@ fn capture_file(
 ) -> Captured {
     let CommandLimits {
         budget,
+        scanner,
         mode,
         timeout,
         timeout_reason,
     } = limits;
     let started = Instant::now();
-    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode))));
+    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode, scanner))));
     let abandoned = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<FileEnd>();
     let spawned = {
@@ -1315,7 +1410,7 @@ fn capture_file(
             started,
         );
     };
-    let (content, raw, redactions) = intake.finish();
+    let (content, raw, redactions, scanner) = intake.finish();
     let (status, reason) = match (timed_out, read_error) {
         (Some(timeout_reason), _) => (Status::TimedOut, Some(timeout_reason)),
         (None, Some(err)) if content.is_empty() => {
@@ -1338,6 +1433,7 @@ fn capture_file(
         redactions,
         stderr_head: String::new(),
         duration: started.elapsed(),
+        scanner,
     }
 }
 

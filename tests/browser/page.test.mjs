@@ -2,7 +2,8 @@
 // progress: the new stage shows up live, a host_boot bundle opens, the
 // bootstrap-records timeline draws the fixture's failures in red with their
 // errorLine/errorMessage, a text member can be read, and polling does not
-// close what the user opened. Screenshots go to tests/browser/artifacts/;
+// close what the user opened, and the diagnosis shows the first cause above
+// the timeline with links to its evidence lines. Screenshots go to tests/browser/artifacts/;
 // with WRITE_DOCS_SCREENSHOT=1 the mid-install one also goes to docs/.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -153,6 +154,47 @@ describe("mock service page during an agent run", { timeout: 240000 }, () => {
     }
   });
 
+  test("the diagnosis names the DNS failure above the timeline; evidence opens its line", async () => {
+    const browser = page.locator("section.browser");
+    const findings = browser.locator("section.findings");
+    const first = findings.locator("li.finding").first();
+    await first.waitFor({ timeout: 15000 });
+    assert.equal(await first.getAttribute("data-category"), "dns_resolution");
+    assert.match(await first.locator(".finding-summary").textContent(),
+      /quay\.io did not resolve \(lookup quay\.io on 192\.168\.122\.1:53: server misbehaving\)/);
+    assert.match(await first.locator(".hint").textContent(), /nameservers/);
+    // Above the records timeline.
+    const timeline = browser.locator('.tl[aria-label="Bootstrap service records timeline"]');
+    await timeline.waitFor();
+    assert.ok((await findings.boundingBox()).y < (await timeline.boundingBox()).y);
+    // One finding for the cause, its evidence from both units and the record.
+    const links = await first.locator("button.evidence-link").evaluateAll((els) => els.map((e) => e.dataset.path));
+    for (const p of ["journal/units/release-image.log", "journal/units/bootkube.log", "records/bootkube.json"]) {
+      assert.ok(links.includes(p), links.join(", "));
+    }
+    await findings.scrollIntoViewIfNeeded();
+    const box = await timeline.boundingBox();
+    const top = await findings.boundingBox();
+    const scroll = await page.evaluate(() => window.scrollY);
+    const clip = { x: 0, y: Math.max(0, top.y + scroll - 120), width: 1440, height: Math.ceil(box.y - top.y + box.height + 160) };
+    await page.screenshot({ path: join(ARTIFACTS, "ui-diagnosis.png"), fullPage: true, clip });
+    if (process.env.WRITE_DOCS_SCREENSHOT === "1") {
+      await page.screenshot({ path: join(repo, "docs/ui-diagnosis.png"), fullPage: true, clip });
+    }
+
+    // The evidence link opens the member with that very line marked.
+    const link = first.locator('button.evidence-link[data-path="journal/units/bootkube.log"]');
+    const line = Number(await link.getAttribute("data-line"));
+    await link.click();
+    const mark = browser.locator("pre.viewer-text mark.evidence-line");
+    await mark.waitFor({ timeout: 15000 });
+    assert.equal(Number(await mark.getAttribute("data-line")), line);
+    assert.match(await mark.textContent(), /lookup quay\.io on 192\.168\.122\.1:53: server misbehaving/);
+    const before = await browser.locator("pre.viewer-text").evaluate((pre, n) =>
+      pre.textContent.split("\n")[n - 1], line);
+    assert.equal(before, await mark.textContent());
+  });
+
   test("manifest table and a text member", async () => {
     const browser = page.locator("section.browser");
     await browser.getByRole("tab", { name: "Manifest" }).click();
@@ -164,12 +206,12 @@ describe("mock service page during an agent run", { timeout: 240000 }, () => {
     const manifest = await (await fetch(`${mock.base}${href}/manifest`)).json();
     assert.deepEqual(names, manifest.collectors.map((c) => c.name));
     assert.ok(names.includes("records") && names.includes("journal"), names.join(","));
-    await browser.getByRole("button", { name: /records/ }).click();
+    await browser.locator("table.collectors").getByRole("button", { name: /records/ }).click();
     await browser.locator("tr.file-row", { hasText: "records/bootkube.json" }).waitFor();
     await page.screenshot({ path: join(ARTIFACTS, "ui-manifest.png"), fullPage: true });
 
     await browser.getByRole("tab", { name: "Files" }).click();
-    await browser.getByRole("button", { name: /records\/bootkube\.json/ }).click();
+    await browser.locator("ul.file-list").getByRole("button", { name: /records\/bootkube\.json/ }).click();
     const text = browser.locator("pre.viewer-text");
     await text.waitFor();
     const body = await text.textContent();

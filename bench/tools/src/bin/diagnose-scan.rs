@@ -1,0 +1,56 @@
+//! The diagnosis engine's own CPU cost on a journal, for bench/run: reads
+//! the file into memory, then feeds it to a `diagnose::Scanner` in the
+//! 64 KiB pieces the collectors read, and prints one JSON line with the
+//! process CPU time (kernel accounting, /proc/self/stat) the scan took.
+//! bench/run sets it against the CPU of `collect` on the same journal.
+
+use std::io::Read as _;
+
+use anyhow::Context as _;
+use assisted_boot_reporter::diagnose::{self, Engine, Scanner};
+use clap::Parser;
+
+#[derive(Parser)]
+struct Args {
+    /// The journal text to scan.
+    file: std::path::PathBuf,
+}
+
+/// User + system CPU seconds of this process so far.
+fn cpu_seconds() -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // Fields after the command name in parentheses: utime is the 14th field.
+    let rest = stat.rsplit_once(") ").context("odd /proc/self/stat")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
+    // USER_HZ is 100 on every Linux the bench runs on.
+    Ok(ticks / 100.0)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mut data = Vec::new();
+    std::fs::File::open(&args.file)
+        .with_context(|| format!("opening {}", args.file.display()))?
+        .read_to_end(&mut data)?;
+    let before = cpu_seconds()?;
+    let mut scanner = Scanner::for_member("journal/this-boot.log").context("journal is scanned")?;
+    for piece in data.chunks(64 * 1024) {
+        scanner.feed(piece);
+    }
+    let placement = diagnose::whole(&scanner);
+    let mut engine = Engine::new();
+    engine.absorb(scanner, placement);
+    let diagnosis = engine.finish();
+    let cpu = cpu_seconds()? - before;
+    println!(
+        "{}",
+        serde_json::json!({
+            "bytes": data.len(),
+            "lines": diagnosis.lines_scanned,
+            "findings": diagnosis.findings.len(),
+            "cpu_s": cpu,
+        })
+    );
+    Ok(())
+}

@@ -1,0 +1,378 @@
+//! Network rules: name resolution, the proxy, the API and the machine
+//! config server endpoints, and the links themselves. The texts are Go's
+//! `net` and `net/http` errors (`lookup X on Y:53: …`, `dial tcp …: connect:
+//! connection refused`, `proxyconnect tcp: …`), curl's, Ignition's fetch log
+//! and NetworkManager's and the kernel drivers' carrier messages.
+
+use super::line::{after, registry_host, token_until, url_host};
+use super::{Category, Nature, Signal};
+
+/// The Go/glibc wording of a failed lookup, and how the summary says it.
+const DNS_REASONS: &[&str] = &[
+    "no such host",
+    "server misbehaving",
+    "i/o timeout",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "connection refused",
+    "no answer from DNS server",
+];
+
+/// `lookup quay.io on 192.168.122.1:53: server misbehaving`, curl's
+/// `Could not resolve host: quay.io`, glibc's `Temporary failure in name
+/// resolution`.
+pub(super) fn dns(msg: &str) -> Option<Signal> {
+    if let Some(rest) = after(msg, "lookup ") {
+        let host = token_until(rest, &[' ', ':', '"', ',']);
+        let reason = DNS_REASONS.iter().find(|r| rest.contains(*r))?;
+        if host.is_empty() {
+            return None;
+        }
+        let tail = &rest[host.len()..];
+        let server = after(tail, " on ").map(|s| {
+            // `192.168.122.1:53: …` or `[fd00::1]:53: …`
+            let end = s.find(": ").unwrap_or(s.len());
+            &s[..end]
+        });
+        let quoted = match server {
+            Some(server) => format!("lookup {host} on {server}: {reason}"),
+            None => format!("lookup {host}: {reason}"),
+        };
+        return Some(Signal::new(
+            Category::DnsResolution,
+            host,
+            format!("{host} did not resolve ({quoted})"),
+            Nature::Transient,
+        ));
+    }
+    if let Some(rest) = after(msg, "Could not resolve host: ") {
+        let host = token_until(rest, &[' ', ';', '"', ')']);
+        if !host.is_empty() {
+            return Some(Signal::new(
+                Category::DnsResolution,
+                host,
+                format!("{host} did not resolve (Could not resolve host: {host})"),
+                Nature::Transient,
+            ));
+        }
+    }
+    for reason in [
+        "Temporary failure in name resolution",
+        "Name or service not known",
+    ] {
+        if msg.contains(reason) {
+            let host = url_host(msg).map_or("unknown host", |h| token_until(h, &[':']));
+            return Some(Signal::new(
+                Category::DnsResolution,
+                host,
+                format!("{host} did not resolve ({reason})"),
+                Nature::Transient,
+            ));
+        }
+    }
+    None
+}
+
+/// `proxyconnect tcp: dial tcp 10.0.0.9:3128: connect: connection refused`,
+/// `Proxy Authentication Required`, curl's `Received HTTP code 407 from proxy
+/// after CONNECT`.
+pub(super) fn proxy(msg: &str) -> Option<Signal> {
+    if let Some(rest) = after(msg, "proxyconnect tcp: ") {
+        let proxy = after(rest, "dial tcp ")
+            .map(|r| token_until(r, &[' ', '"']).trim_end_matches(':'))
+            .or_else(|| after(rest, "lookup ").map(|r| token_until(r, &[' ', ':'])))
+            .filter(|p| !p.is_empty())
+            .unwrap_or("the proxy");
+        let what = short_net_error(rest).unwrap_or("failed");
+        return Some(Signal::new(
+            Category::Proxy,
+            proxy,
+            format!("proxy {proxy} unreachable (proxyconnect tcp: {what})"),
+            Nature::Transient,
+        ));
+    }
+    if msg.contains("Proxy Authentication Required") || msg.contains("code 407 from proxy") {
+        let target = url_host(msg)
+            .or_else(|| registry_host(msg))
+            .unwrap_or("a request");
+        return Some(Signal::new(
+            Category::Proxy,
+            "proxy credentials",
+            format!("the proxy refused the credentials (407 Proxy Authentication Required) for {target}"),
+            Nature::Fatal,
+        ));
+    }
+    if let Some(rest) = after(msg, "Received HTTP code ") {
+        if rest.contains("from proxy after CONNECT") {
+            let code = token_until(rest, &[' ']);
+            return Some(Signal::new(
+                Category::Proxy,
+                format!("proxy CONNECT {code}"),
+                format!("the proxy refused CONNECT with HTTP {code}"),
+                Nature::Fatal,
+            ));
+        }
+    }
+    None
+}
+
+/// The connection errors Go prints, shortest first.
+fn short_net_error(text: &str) -> Option<&'static str> {
+    [
+        "connection refused",
+        "no route to host",
+        "network is unreachable",
+        "i/o timeout",
+        "connection reset by peer",
+        "TLS handshake timeout",
+        "context deadline exceeded",
+        "Client.Timeout exceeded",
+        "EOF",
+    ]
+    .into_iter()
+    .find(|e| text.contains(e))
+}
+
+/// `host:port` just before `:port` in `text` (`api-int.c.example.com:6443`).
+fn endpoint<'a>(text: &'a str, port: &str) -> Option<&'a str> {
+    let at = text.find(port)?;
+    let start = text[..at]
+        .rfind([' ', '/', '"', '(', '[', '=', '\''])
+        .map_or(0, |i| i + 1);
+    let host = &text[start..at];
+    (!host.is_empty()).then_some(&text[start..at + port.len()])
+}
+
+/// The API on :6443 (and bootkube's own wait loop). Refusals while the API
+/// starts are normal in every install: only a long streak makes an error.
+pub(super) fn api(msg: &str) -> Option<Signal> {
+    if msg.contains(":6443") {
+        let err = short_net_error(msg)?;
+        let ep = endpoint(msg, ":6443").unwrap_or("the API");
+        return Some(Signal::new(
+            Category::ApiUnreachable,
+            ep,
+            format!("API {ep} unreachable ({err})"),
+            Nature::Transient,
+        ));
+    }
+    if msg.contains("Unable to connect to the server") {
+        let ep = url_host(msg).unwrap_or("the API");
+        let err = short_net_error(msg).unwrap_or("unable to connect");
+        return Some(Signal::new(
+            Category::ApiUnreachable,
+            ep,
+            format!("API {ep} unreachable ({err})"),
+            Nature::Transient,
+        ));
+    }
+    if msg.contains("Successfully registered node") {
+        return Some(Signal::new(
+            Category::ApiUnreachable,
+            "*",
+            "kubelet registered the node".into(),
+            Nature::Recovery,
+        ));
+    }
+    None
+}
+
+/// The machine config server on :22623: Ignition's `GET error` lines and
+/// anything else failing against that port. `GET result: OK` clears it.
+pub(super) fn mcs(msg: &str) -> Option<Signal> {
+    // Ignition logs the result on a line of its own, without the URL.
+    if msg.contains("GET result: OK") {
+        return Some(Signal::new(
+            Category::McsUnreachable,
+            "*",
+            "Ignition fetched its config".into(),
+            Nature::Recovery,
+        ));
+    }
+    if !msg.contains(":22623") {
+        return None;
+    }
+    let ep = endpoint(msg, ":22623").unwrap_or("the machine config server");
+    let err = short_net_error(msg)
+        .or_else(|| {
+            [
+                "Internal Server Error",
+                "Service Unavailable",
+                "Forbidden",
+                "Not Found",
+            ]
+            .into_iter()
+            .find(|e| msg.contains(e))
+        })
+        .or_else(|| msg.contains("GET error").then_some("GET error"))?;
+    Some(Signal::new(
+        Category::McsUnreachable,
+        ep,
+        format!("machine config server {ep} unreachable ({err})"),
+        Nature::Transient,
+    ))
+}
+
+/// NetworkManager's `device (ens3): carrier: link disconnected` and `state
+/// change: activated -> unavailable`, drivers' `ens3: Link is Down` (and the
+/// matching ups), routes missing altogether.
+pub(super) fn link(msg: &str) -> Option<Signal> {
+    let device = || -> Option<&str> {
+        if let Some(rest) = after(msg, "device (") {
+            return Some(token_until(rest, &[')']));
+        }
+        let at = msg
+            .find(": Link is")
+            .or_else(|| msg.find(": NIC Link is"))?;
+        let before = &msg[..at];
+        Some(before.rsplit(' ').next().unwrap_or(before))
+    };
+    let down = msg.contains("link disconnected")
+        || msg.contains("Link is Down")
+        || (msg.contains("-> unavailable") && msg.contains("carrier"));
+    let up = msg.contains("link connected") || msg.contains("Link is Up");
+    if down || up {
+        let dev = device().filter(|d| !d.is_empty())?;
+        if up {
+            return Some(Signal::new(
+                Category::NetworkLink,
+                dev,
+                format!("{dev}: link up"),
+                Nature::Recovery,
+            ));
+        }
+        return Some(Signal::new(
+            Category::NetworkLink,
+            dev,
+            format!("{dev}: link down (no carrier)"),
+            Nature::Transient,
+        ));
+    }
+    for err in ["network is unreachable", "no route to host"] {
+        if msg.contains(err) {
+            let target = after(msg, "dial tcp ")
+                .or_else(|| after(msg, "dial udp "))
+                .map(|r| token_until(r, &[' ', '"']).trim_end_matches(':'))
+                .filter(|t| !t.is_empty())
+                .or_else(|| url_host(msg))
+                .unwrap_or("the network");
+            return Some(Signal::new(
+                Category::NetworkLink,
+                "routes",
+                format!("no route to {target} ({err})"),
+                Nature::Transient,
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sig(f: fn(&str) -> Option<Signal>, msg: &str) -> Signal {
+        f(msg).unwrap_or_else(|| panic!("no signal for {msg}"))
+    }
+
+    #[test]
+    fn go_lookup_errors_name_host_and_server() {
+        let s = sig(
+            dns,
+            r#"Error: initializing source docker://quay.io/x@sha256:5c1e: pinging container registry quay.io: Get "https://quay.io/v2/": dial tcp: lookup quay.io on 192.168.122.1:53: server misbehaving"#,
+        );
+        assert_eq!(s.category, Category::DnsResolution);
+        assert_eq!(s.key, "quay.io");
+        assert!(
+            s.summary
+                .contains("lookup quay.io on 192.168.122.1:53: server misbehaving"),
+            "{}",
+            s.summary
+        );
+        let s = sig(
+            dns,
+            "dial tcp: lookup api-int.c.example.com on [fd00::1]:53: no such host",
+        );
+        assert_eq!(s.key, "api-int.c.example.com");
+        assert!(s.summary.contains("on [fd00::1]:53: no such host"));
+        let s = sig(dns, "read udp 10.0.0.5:4000->10.0.0.1:53: lookup mirror.local on 10.0.0.1:53: read udp 10.0.0.5:4000->10.0.0.1:53: i/o timeout");
+        assert_eq!(s.key, "mirror.local");
+        assert_eq!(
+            sig(dns, "curl: (6) Could not resolve host: cloud.openshift.com").key,
+            "cloud.openshift.com"
+        );
+        assert!(dns("failed to lookup the user in the cache").is_none());
+    }
+
+    #[test]
+    fn proxy_refusals_and_407() {
+        let s = sig(
+            proxy,
+            r#"Get "https://quay.io/v2/": proxyconnect tcp: dial tcp 10.0.0.9:3128: connect: connection refused"#,
+        );
+        assert_eq!(
+            (s.category, s.key.as_str()),
+            (Category::Proxy, "10.0.0.9:3128")
+        );
+        assert!(s.summary.contains("connection refused"));
+        let s = sig(
+            proxy,
+            "curl: (56) Received HTTP code 407 from proxy after CONNECT",
+        );
+        assert_eq!(s.nature, Nature::Fatal);
+        let s = sig(proxy, "Received HTTP code 403 from proxy after CONNECT");
+        assert_eq!(s.key, "proxy CONNECT 403");
+    }
+
+    #[test]
+    fn api_and_mcs_endpoints() {
+        let s = sig(
+            api,
+            r#"E1122 10:00:01 reflector.go:158] Get "https://api-int.c.example.com:6443/api/v1/nodes": dial tcp 192.168.122.10:6443: connect: connection refused"#,
+        );
+        assert_eq!(s.key, "api-int.c.example.com:6443");
+        assert_eq!(s.nature, Nature::Transient);
+        let s = sig(
+            mcs,
+            r#"GET error: Get "https://api-int.c.example.com:22623/config/master": dial tcp 192.168.122.10:22623: connect: connection refused"#,
+        );
+        assert_eq!(
+            (s.category, s.key.as_str()),
+            (Category::McsUnreachable, "api-int.c.example.com:22623")
+        );
+        assert_eq!(
+            sig(
+                mcs,
+                "GET https://api-int.c.example.com:22623/config/master: attempt #3 GET result: OK"
+            )
+            .nature,
+            Nature::Recovery
+        );
+        assert!(mcs("GET https://api-int.c.example.com:22623/config/master: attempt #1").is_none());
+        assert!(api("Starting kube-apiserver on :6443").is_none());
+    }
+
+    #[test]
+    fn links_go_down_and_up() {
+        let s = sig(
+            link,
+            "<info>  [1763805601.1234] device (ens3): carrier: link disconnected",
+        );
+        assert_eq!((s.key.as_str(), s.nature), ("ens3", Nature::Transient));
+        let s = sig(link, "ixgbe 0000:01:00.0 eno1: NIC Link is Down");
+        assert_eq!(s.key, "eno1");
+        assert_eq!(
+            sig(
+                link,
+                "ixgbe 0000:01:00.0 eno1: NIC Link is Up 10 Gbps, Flow Control: None"
+            )
+            .nature,
+            Nature::Recovery
+        );
+        let s = sig(
+            link,
+            "dial tcp 10.1.1.1:443: connect: network is unreachable",
+        );
+        assert!(s.summary.contains("10.1.1.1:443"), "{}", s.summary);
+    }
+}

@@ -1,0 +1,160 @@
+//! Registry rules, from containers/image (podman, crio, `oc`): the pull
+//! secret refused, mirrors that do not serve the release, and images or
+//! binaries for another architecture or release.
+
+use super::line::{after, registry_host, token_until};
+use super::{Category, Nature, Signal};
+
+/// `unauthorized: authentication required`, `reading manifest … in
+/// quay.io/…: unauthorized`, `denied: requested access to the resource is
+/// denied`, `invalid username/password`, `401 (Unauthorized)`.
+pub(super) fn auth(msg: &str) -> Option<Signal> {
+    const REFUSALS: &[&str] = &[
+        "unauthorized: authentication required",
+        "unauthorized: access to the requested resource is not authorized",
+        "requested access to the resource is denied",
+        "invalid username/password",
+        "401 (Unauthorized)",
+        "401 Unauthorized",
+        ": unauthorized",
+    ];
+    let what = REFUSALS.iter().find(|r| msg.contains(*r))?;
+    let registry = registry_host(msg).unwrap_or("the registry");
+    Some(Signal::new(
+        Category::RegistryAuth,
+        registry,
+        format!(
+            "registry {registry} refused the pull secret ({})",
+            what.trim_start_matches(": ")
+        ),
+        Nature::Fatal,
+    ))
+}
+
+/// `(Mirrors also failed: [mirror:5000/ocp4/release@sha256:…: reading
+/// manifest … manifest unknown])`, `manifest unknown` by digest, and a
+/// registries.conf that does not load.
+pub(super) fn mirror(msg: &str) -> Option<Signal> {
+    if let Some(rest) = after(msg, "Mirrors also failed: [") {
+        let mirror = token_until(rest, &['/', ':', ' ', ']']);
+        let why = token_until(rest, &[']']);
+        let reason = why.rsplit(": ").next().unwrap_or(why);
+        return Some(Signal::new(
+            Category::MirrorConfig,
+            mirror,
+            format!("mirror {mirror} did not serve the image ({reason})"),
+            Nature::Fatal,
+        ));
+    }
+    if msg.contains("registries.conf")
+        && ["error", "invalid", "loading"]
+            .iter()
+            .any(|w| msg.to_ascii_lowercase().contains(w))
+    {
+        return Some(Signal::new(
+            Category::MirrorConfig,
+            "registries.conf",
+            "registries.conf does not load (mirror configuration broken)".into(),
+            Nature::Fatal,
+        ));
+    }
+    if msg.contains("manifest unknown") {
+        let registry = registry_host(msg).unwrap_or("the registry");
+        return Some(Signal::new(
+            Category::MirrorConfig,
+            registry,
+            format!("{registry} does not have the requested manifest (manifest unknown: mirror incomplete?)"),
+            Nature::Fatal,
+        ));
+    }
+    None
+}
+
+/// Something built for another architecture or release: `exec format
+/// error`, `no image found in manifest list for architecture …`, release
+/// checks that say `does not match`.
+pub(super) fn release(msg: &str) -> Option<Signal> {
+    if msg.contains("exec format error") {
+        return Some(Signal::new(
+            Category::ReleaseMismatch,
+            "exec format error",
+            "a binary or image is built for another architecture (exec format error)".into(),
+            Nature::Fatal,
+        ));
+    }
+    if let Some(rest) = after(msg, "no image found in manifest list for architecture ") {
+        let arch = token_until(rest, &[',', ' ']);
+        return Some(Signal::new(
+            Category::ReleaseMismatch,
+            format!("arch {arch}"),
+            format!("the release has no image for this host's architecture {arch}"),
+            Nature::Fatal,
+        ));
+    }
+    let lower = msg.to_ascii_lowercase();
+    // Only the wording of a check, not any line that says both words (a
+    // path can hold "mismatch").
+    if (lower.contains("release image") || lower.contains("arch"))
+        && lower.contains("does not match")
+    {
+        let what = after(msg, "Error: ").unwrap_or(msg);
+        return Some(Signal::new(
+            Category::ReleaseMismatch,
+            "release",
+            format!(
+                "release mismatch: {}",
+                super::line::shorten(what.trim(), 160)
+            ),
+            Nature::Fatal,
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_pull_secret_names_the_registry() {
+        let s = auth("Error: initializing source docker://quay.io/openshift-release-dev/ocp-release@sha256:1e5c: reading manifest sha256:1e5c in quay.io/openshift-release-dev/ocp-release: unauthorized: authentication required").unwrap();
+        assert_eq!(s.key, "quay.io");
+        assert!(
+            s.summary.contains(
+                "registry quay.io refused the pull secret (unauthorized: authentication required)"
+            ),
+            "{}",
+            s.summary
+        );
+        let s = auth(r#"level=error msg="pull failed" error="reading manifest latest in registry.redhat.io/ubi9: unauthorized""#).unwrap();
+        assert_eq!(s.key, "registry.redhat.io");
+        let s = auth("Error: initializing source docker://registry.ci.example:5000/x:y: Requesting bearer token: invalid status code from registry 401 (Unauthorized)").unwrap();
+        assert_eq!(s.key, "registry.ci.example");
+        assert!(auth("Authorization: [REDACTED]").is_none());
+    }
+
+    #[test]
+    fn mirrors_and_registries_conf() {
+        let s = mirror("Error: initializing source docker://quay.io/ocp/release@sha256:1: (Mirrors also failed: [mirror.corp:5000/ocp4/release@sha256:1: reading manifest sha256:1 in mirror.corp:5000/ocp4/release: manifest unknown]): quay.io/ocp/release@sha256:1: pinging container registry quay.io: dial tcp: lookup quay.io: no such host").unwrap();
+        assert_eq!(
+            (s.category, s.key.as_str()),
+            (Category::MirrorConfig, "mirror.corp")
+        );
+        assert!(s.summary.contains("manifest unknown"), "{}", s.summary);
+        assert!(mirror(r#"error loading registries configuration "/etc/containers/registries.conf": toml: line 3"#).is_some());
+    }
+
+    #[test]
+    fn other_architectures() {
+        assert_eq!(
+            release("exec /usr/bin/pod: exec format error")
+                .unwrap()
+                .category,
+            Category::ReleaseMismatch
+        );
+        let s = release(r#"Error: choosing an image from manifest list docker://quay.io/x: no image found in manifest list for architecture arm64, variant "v8", OS linux"#).unwrap();
+        assert_eq!(s.key, "arch arm64");
+        assert!(release("Release image arch amd64 does not match host arch arm64").is_some());
+        assert!(release("Pulling release image").is_none());
+    }
+}

@@ -1,0 +1,172 @@
+//! Disk rules: full file systems (ENOSPC in any log, and `df -h`'s Use%),
+//! etcd complaining about its disk (`slow fdatasync`, `apply request took
+//! too long`), and CRI-O's container storage broken (`layer not known`,
+//! overlay mounts failing).
+
+use super::line::{after, token_until};
+use super::{Category, Nature, Signal};
+
+/// `df` use at or above which a file system counts as full.
+const FULL_PERCENT: u32 = 98;
+
+/// `write /var/lib/etcd/member/wal/0.tmp: no space left on device`.
+pub(super) fn full(msg: &str) -> Option<Signal> {
+    let at = msg.find("no space left on device")?;
+    let before = msg[..at].trim_end_matches([':', ' ']);
+    let path = before
+        .rsplit([' ', '"', '='])
+        .next()
+        .filter(|p| p.starts_with('/'))
+        .unwrap_or("a file system");
+    Some(Signal::new(
+        Category::DiskFull,
+        top_dirs(path),
+        format!("no space left on device writing {path}"),
+        Nature::Fatal,
+    ))
+}
+
+/// The first three components of a path: findings group by the place, not
+/// by every file written there.
+fn top_dirs(path: &str) -> String {
+    if !path.starts_with('/') {
+        return path.to_owned();
+    }
+    path.split('/').take(4).collect::<Vec<_>>().join("/")
+}
+
+/// One row of `df -h` (`Filesystem Size Used Avail Use% Mounted on`).
+pub(super) fn df_row(line: &str) -> Option<Signal> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    if fields.len() < 6 {
+        return None;
+    }
+    let fs = fields[0];
+    let percent: u32 = fields[4].strip_suffix('%')?.parse().ok()?;
+    let mount = fields[5..].join(" ");
+    // Read-only images are always 100 % full by construction.
+    let read_only_image = ["composefs", "squashfs", "/dev/loop", "/dev/sr", "iso9660"]
+        .iter()
+        .any(|p| fs.starts_with(p));
+    if percent < FULL_PERCENT || read_only_image || mount.starts_with("/run/media") {
+        return None;
+    }
+    Some(Signal::new(
+        Category::DiskFull,
+        mount.clone(),
+        format!(
+            "{mount} is {percent}% full ({} free of {} on {fs})",
+            fields[3], fields[1]
+        ),
+        Nature::Fatal,
+    ))
+}
+
+/// etcd's JSON log: `"msg":"slow fdatasync","took":"1.5s","expected-duration":"1s"`.
+pub(super) fn etcd(msg: &str) -> Option<Signal> {
+    let what = if msg.contains("slow fdatasync") {
+        "slow fdatasync"
+    } else if msg.contains("apply request took too long") {
+        "apply request took too long"
+    } else if msg.contains("leader is overloaded likely from slow disk") {
+        "heartbeat late: leader overloaded by a slow disk"
+    } else if msg.contains("sync duration of") && msg.contains("expected less than") {
+        "slow WAL sync"
+    } else {
+        return None;
+    };
+    let took = after(msg, "\"took\":\"")
+        .map(|r| token_until(r, &['"']))
+        .or_else(|| after(msg, "sync duration of ").map(|r| token_until(r, &[','])));
+    let expected = after(msg, "\"expected-duration\":\"").map(|r| token_until(r, &['"']));
+    let detail = match (took, expected) {
+        (Some(t), Some(e)) => format!("{what}: took {t}, expected under {e}"),
+        (Some(t), None) => format!("{what}: took {t}"),
+        _ => what.to_owned(),
+    };
+    Some(Signal::new(
+        Category::EtcdSlowDisk,
+        "etcd",
+        format!("etcd disk too slow ({detail})"),
+        Nature::Transient,
+    ))
+}
+
+/// CRI-O / containers/storage errors that mean the store is damaged.
+pub(super) fn crio_storage(msg: &str) -> Option<Signal> {
+    const BROKEN: &[&str] = &[
+        "layer not known",
+        "error creating overlay mount",
+        "A storage corruption might have occurred",
+        "storage corruption",
+        "image not known",
+    ];
+    let what = BROKEN
+        .iter()
+        .find(|b| msg.contains(*b))
+        .copied()
+        .or_else(|| {
+            (msg.contains("/var/lib/containers/storage/overlay")
+                && msg.contains("no such file or directory"))
+            .then_some("overlay layer missing (no such file or directory)")
+        })?;
+    Some(Signal::new(
+        Category::CrioStorage,
+        "/var/lib/containers/storage",
+        format!("container storage damaged: {what}"),
+        Nature::Fatal,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enospc_names_the_path() {
+        let s = full(r#"level=error msg="Error writing blob" error="write /var/lib/containers/storage/overlay/abc/diff/usr/bin/x: no space left on device""#).unwrap();
+        assert_eq!(s.key, "/var/lib/containers");
+        assert!(
+            s.summary
+                .contains("/var/lib/containers/storage/overlay/abc/diff/usr/bin/x"),
+            "{}",
+            s.summary
+        );
+        assert_eq!(
+            full("mkdir: no space left on device").unwrap().key,
+            "a file system"
+        );
+    }
+
+    #[test]
+    fn df_rows_at_the_limit() {
+        let s = df_row("/dev/vda4        40G   40G     0 100% /sysroot").unwrap();
+        assert_eq!(s.key, "/sysroot");
+        assert!(s.summary.contains("/sysroot is 100% full (0 free of 40G"));
+        assert!(df_row("/dev/vda4        40G   20G   20G  50% /sysroot").is_none());
+        assert!(df_row("composefs        6.7M  6.7M     0 100% /").is_none());
+        assert!(df_row("Filesystem      Size  Used Avail Use% Mounted on").is_none());
+    }
+
+    #[test]
+    fn etcd_and_storage() {
+        let s = etcd(r#"{"level":"warn","ts":"2026-11-22T10:00:00Z","caller":"wal/wal.go:805","msg":"slow fdatasync","took":"1.52s","expected-duration":"1s"}"#).unwrap();
+        assert!(
+            s.summary.contains("took 1.52s, expected under 1s"),
+            "{}",
+            s.summary
+        );
+        assert!(etcd(
+            r#"{"msg":"apply request took too long","took":"356ms","expected-duration":"100ms"}"#
+        )
+        .is_some());
+        assert!(crio_storage(
+            r#"level=error msg="Failed to create container" error="layer not known""#
+        )
+        .is_some());
+        assert!(crio_storage(
+            "readlink /var/lib/containers/storage/overlay/l/ABC: no such file or directory"
+        )
+        .is_some());
+    }
+}

@@ -1,0 +1,245 @@
+//! The engine: streaming in odd chunks, placement of cut members,
+//! correlation across members and records, severities and ordering.
+
+use std::fmt::Write as _;
+
+use super::*;
+
+fn engine_with(members: &[(&str, &str)]) -> Diagnosis {
+    let mut engine = Engine::new();
+    for (path, text) in members {
+        let scanner = scan_text(path, text.as_bytes()).expect(path);
+        let placement = whole(&scanner);
+        engine.absorb(scanner, placement);
+    }
+    engine.finish()
+}
+
+const DNS_LINE: &str = r#"2026-11-22T10:00:00.000000+0000 m bootkube.sh[1]: Error: pinging container registry quay.io: Get "https://quay.io/v2/": dial tcp: lookup quay.io on 10.0.0.1:53: server misbehaving"#;
+
+#[test]
+fn chunking_does_not_change_what_is_found() {
+    let mut text = String::new();
+    for i in 0..200 {
+        let _ = writeln!(
+            text,
+            "2026-11-22T10:00:{:02}.000000+0000 m kubelet[1]: I1122 filler line {i}",
+            i % 60
+        );
+        if i == 150 {
+            text.push_str(DNS_LINE);
+            text.push('\n');
+        }
+    }
+    let whole_scan = scan_text("journal/units/bootkube.log", text.as_bytes()).unwrap();
+    for chunk in [1, 7, 64, 4096] {
+        let mut s = Scanner::for_member("journal/units/bootkube.log").unwrap();
+        for piece in text.as_bytes().chunks(chunk) {
+            s.feed(piece);
+        }
+        s.finish();
+        assert_eq!(s.lines, 201, "chunk {chunk}");
+        assert_eq!(s.hits.len(), 1, "chunk {chunk}");
+        assert_eq!(s.hits[0].evidence[0].line, 152, "chunk {chunk}");
+        assert_eq!(
+            s.hits[0].evidence[0].line,
+            whole_scan.hits[0].evidence[0].line
+        );
+    }
+}
+
+#[test]
+fn long_lines_are_bounded_and_still_read() {
+    let mut text = "x".repeat(3 * MAX_LINE);
+    text.push_str(" lookup quay.io on 10.0.0.1:53: no such host ");
+    text.push_str(&"y".repeat(3 * MAX_LINE));
+    text.push('\n');
+    for chunk in [100, 1 << 20] {
+        let mut s = Scanner::for_member("journal/this-boot.log").unwrap();
+        for piece in text.as_bytes().chunks(chunk) {
+            s.feed(piece);
+        }
+        s.finish();
+        assert!(s.partial.len() <= MAX_LINE);
+        let ev = &s.hits.first().expect("found deep in the line").evidence[0];
+        assert_eq!(ev.line, 1);
+        assert!(ev.text.chars().count() <= MAX_EVIDENCE_CHARS);
+    }
+}
+
+#[test]
+fn memory_stays_bounded_with_many_distinct_signals() {
+    let mut s = Scanner::for_member("journal/this-boot.log").unwrap();
+    for i in 0..10_000 {
+        let line = format!("lookup host{i}.example on 10.0.0.1:53: no such host\n");
+        s.feed(line.as_bytes());
+    }
+    s.finish();
+    assert_eq!(s.hits.len(), MAX_KEYS_PER_MEMBER);
+    assert!(s.hits.iter().all(|h| h.evidence.len() <= EVIDENCE_PER_KEY));
+}
+
+#[test]
+fn cut_members_renumber_evidence_from_the_kept_part() {
+    let text = format!("a\nb\nc\n{DNS_LINE}\nd\n");
+    let mut s = Scanner::for_member("journal/units/bootkube.log").unwrap();
+    s.feed(text.as_bytes());
+    // Keep from the middle of line "b": kept content is "\nc\nDNS\nd\n" ->
+    // lines: "" (rest of b), "c", DNS, "d".
+    let mut engine = Engine::new();
+    engine.absorb(
+        s,
+        Placement {
+            archived: true,
+            dropped_bytes: 3,
+            member_lines: 4,
+        },
+    );
+    let d = engine.finish();
+    assert_eq!(d.findings[0].evidence[0].line, Some(3));
+
+    // The line itself cut away: seen, but not in the member.
+    let mut s = Scanner::for_member("journal/units/bootkube.log").unwrap();
+    s.feed(text.as_bytes());
+    let mut engine = Engine::new();
+    engine.absorb(
+        s,
+        Placement {
+            archived: true,
+            dropped_bytes: text.len() as u64 - 2,
+            member_lines: 1,
+        },
+    );
+    assert_eq!(engine.finish().findings[0].evidence[0].line, None);
+}
+
+#[test]
+fn one_cause_across_units_and_records_is_one_finding() {
+    let release = r#"2026-11-22T09:57:12.000000+0000 m release-image-download.sh[1]: Error: initializing source docker://quay.io/x: pinging container registry quay.io: Get "https://quay.io/v2/": dial tcp: lookup quay.io on 10.0.0.1:53: server misbehaving
+2026-11-22T09:57:13.000000+0000 m systemd[1]: release-image.service: Failed with result 'exit-code'.
+"#;
+    let summary = serde_json::json!({
+        "records_dir_present": true,
+        "services": [{
+            "service": "bootkube", "file": "bootkube.json", "status": "failure", "entries": 4,
+            "runs": [{"start": null, "end": null, "duration_secs": null, "result": "failure", "steps": []}],
+            "failures": [{"run": 1, "what": "stage mco-bootstrap", "at": "2026-11-22T10:00:01Z",
+                "error_line": "147 main", "error_message": "Feb 03 10:04:01 m bootkube.sh[2]: dial tcp: lookup quay.io on 10.0.0.1:53: server misbehaving"}]
+        }],
+        "problems": [], "done_markers": [], "digest": null
+    })
+    .to_string();
+    let d = engine_with(&[
+        ("journal/units/release-image.log", release),
+        ("journal/units/bootkube.log", &format!("{DNS_LINE}\n")),
+        ("records/summary.json", &summary),
+        ("journal/this-boot.log", &format!("{release}{DNS_LINE}\n")),
+    ]);
+    assert_eq!(d.findings.len(), 1, "{d:#?}");
+    let f = &d.findings[0];
+    assert_eq!(f.category, Category::DnsResolution);
+    assert_eq!(f.severity, Severity::Error);
+    assert!(
+        f.summary.contains("bootkube (stage mco-bootstrap) failed"),
+        "{}",
+        f.summary
+    );
+    assert!(f.summary.contains("release-image failed"), "{}", f.summary);
+    // The whole journal repeats the unit lines: counted once, cited by unit.
+    assert_eq!(f.occurrences, 2);
+    assert!(
+        f.evidence.iter().all(|e| e.path != "journal/this-boot.log"),
+        "{:#?}",
+        f.evidence
+    );
+}
+
+#[test]
+fn a_recovered_failure_is_a_warning_and_a_lone_retry_info() {
+    let recovered = r"2026-11-22T09:57:12.000000+0000 m release-image-download.sh[1]: Error: reading manifest x in quay.io/ocp/release: unauthorized: authentication required
+2026-11-22T09:57:13.000000+0000 m systemd[1]: release-image.service: Failed with result 'exit-code'.
+2026-11-22T09:58:13.000000+0000 m systemd[1]: release-image.service: Deactivated successfully.
+";
+    let d = engine_with(&[("journal/units/release-image.log", recovered)]);
+    assert_eq!(d.findings[0].category, Category::RegistryAuth);
+    assert_eq!(d.findings[0].severity, Severity::Warning, "{d:#?}");
+
+    let retry = "2026-11-22T09:55:01.000000+0000 m ignition[1]: GET error: Get \"https://api-int.c:22623/config/master\": dial tcp 1.2.3.4:22623: connect: connection refused\n2026-11-22T09:55:06.000000+0000 m ignition[1]: GET result: OK\n";
+    let d = engine_with(&[("journal/units/ignition.log", retry)]);
+    assert_eq!(d.findings[0].severity, Severity::Info);
+    assert_eq!(d.headline(), None);
+}
+
+#[test]
+fn errors_first_then_the_earliest_cause() {
+    let text = "\
+2026-11-22T10:00:00.000000+0000 m kernel: audit: avc:  denied  { read } for pid=1 comm=\"x\" tcontext=a:b:c_t:s0 tclass=file permissive=0
+2026-11-22T10:05:00.000000+0000 m crio[1]: error=\"write /var/lib/containers/x: no space left on device\"
+2026-11-22T10:01:00.000000+0000 m kubelet[1]: x509: certificate signed by unknown authority
+";
+    let d = engine_with(&[("journal/this-boot.log", text)]);
+    let order: Vec<Category> = d.findings.iter().map(|f| f.category).collect();
+    assert_eq!(
+        order,
+        [Category::UntrustedCa, Category::DiskFull, Category::Selinux]
+    );
+    let headline = d.headline().unwrap();
+    assert!(
+        headline.starts_with("error untrusted_ca: TLS to an endpoint failed"),
+        "{headline}"
+    );
+    assert!(headline.chars().count() <= HEADLINE_MAX_CHARS);
+}
+
+#[test]
+fn api_refusals_while_the_api_starts_are_info() {
+    let mut text = String::new();
+    for m in 0..10 {
+        let _ = writeln!(text, "2026-11-22T10:{m:02}:00.000000+0000 m kubelet[1]: Get \"https://api-int.c:6443/api\": dial tcp 1.2.3.4:6443: connect: connection refused");
+    }
+    let d = engine_with(&[("journal/units/kubelet.log", &text)]);
+    assert_eq!(d.findings[0].severity, Severity::Info);
+    // Past 20 minutes with nothing working it is an error.
+    for m in 10..30 {
+        let _ = writeln!(text, "2026-11-22T10:{m:02}:00.000000+0000 m kubelet[1]: Get \"https://api-int.c:6443/api\": dial tcp 1.2.3.4:6443: connect: connection refused");
+    }
+    let d = engine_with(&[("journal/units/kubelet.log", &text)]);
+    assert_eq!(d.findings[0].severity, Severity::Error);
+}
+
+#[test]
+fn df_rows_and_config_files() {
+    let df = "Filesystem      Size  Used Avail Use% Mounted on\n/dev/vda4        40G   40G     0 100% /sysroot\ntmpfs  1G 0 1G 0% /run\n";
+    let d = engine_with(&[("mounts/df-h.txt", df)]);
+    assert_eq!(d.findings[0].category, Category::DiskFull);
+    assert_eq!(d.findings[0].evidence[0].line, Some(2));
+    // Configuration is not an event.
+    assert!(Scanner::for_member("crio/registries.conf").is_none());
+    assert!(Scanner::for_member("network/resolv.conf").is_none());
+}
+
+#[test]
+fn every_category_has_a_stable_name_and_hint() {
+    for c in Category::ALL {
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(json, format!("\"{}\"", c.as_str()));
+        assert!(!c.hint().is_empty());
+    }
+}
+
+#[test]
+fn progress_info_prefers_the_diagnosis() {
+    assert_eq!(
+        progress_info(Some("error dns_resolution: x"), Some("records".into())).as_deref(),
+        Some("error dns_resolution: x")
+    );
+    assert_eq!(
+        progress_info(None, Some("records".into())).as_deref(),
+        Some("records")
+    );
+    let long = "y".repeat(500);
+    assert_eq!(
+        progress_info(Some(&long), None).unwrap().chars().count(),
+        HEADLINE_MAX_CHARS
+    );
+}
