@@ -11,6 +11,7 @@ pub mod cleanup;
 pub mod cli;
 pub mod collect;
 pub mod config;
+pub mod flow;
 pub mod ignition;
 pub mod kubelet;
 pub mod ledger;
