@@ -847,6 +847,25 @@ mod tests {
     }
 
     #[test]
+    fn the_upstream_unit_environment_needs_no_infra_env_id() {
+        let dir = contract_dir();
+        fs::remove_file(dir.path().join(files::INFRA_ENV_ID)).unwrap();
+        let cluster = "11111111-2222-3333-4444-555555555555";
+        let config =
+            Config::resolve(&args(dir.path()), &env_of(&[(env::CLUSTER_ID, cluster)])).unwrap();
+        assert_eq!(config.infra_env_id, None);
+        assert_eq!(config.cluster_id.unwrap().to_string(), cluster);
+        // Neither ID: the error names both ways to give one.
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("infra-env ID") && err.contains("CLUSTER_ID") && err.contains("INFRA_ENV_ID"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn invalid_values_are_named_with_their_source() {
         let dir = contract_dir();
         write(dir.path(), files::INFRA_ENV_ID, "not-a-uuid", 0o644);
