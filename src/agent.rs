@@ -42,10 +42,11 @@ const KUBELET_POLL: Duration = Duration::from_secs(30);
 /// While the service has not been reached, try again sooner than a full
 /// interval so a short outage at boot does not cost ten minutes of reporting.
 const UNREACHED_RETRY: Duration = Duration::from_secs(60);
-/// Extra time the last upload may take after the deadline (at most; a
-/// quarter of the budget when that is shorter, so a short test budget or a
-/// stalled service cannot stretch the end much).
+/// Extra time the last bundle may take after the deadline: a quarter of the
+/// budget, within these bounds, so a stalled service cannot stretch the end
+/// much and a short budget still leaves time to collect.
 const FINAL_UPLOAD_GRACE: Duration = Duration::from_secs(120);
+const MIN_FINAL_UPLOAD_GRACE: Duration = Duration::from_secs(15);
 /// Progress updates one boot may send, over every run of the reporter in
 /// it (counted in the ledger). Each accepted update restarts the service's
 /// stage timer; a boot needs at most: the local-ignition stage, the
@@ -302,7 +303,7 @@ impl Reporter {
 
     /// What the last bundle may take beyond the deadline.
     fn final_grace(&self) -> Duration {
-        FINAL_UPLOAD_GRACE.min(self.config.timeout / 4)
+        (self.config.timeout / 4).clamp(MIN_FINAL_UPLOAD_GRACE, FINAL_UPLOAD_GRACE)
     }
 
     fn signals(&self) -> HostSignals {
