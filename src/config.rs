@@ -860,7 +860,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("infra-env ID") && err.contains("CLUSTER_ID") && err.contains("INFRA_ENV_ID"),
+            err.contains("infra-env ID")
+                && err.contains("CLUSTER_ID")
+                && err.contains("INFRA_ENV_ID"),
             "{err}"
         );
     }

@@ -308,7 +308,11 @@ async fn budget_spent_on_boot_1_cleans_up() {
     let host = host_now(&base).await;
     assert_eq!(host["current_stage"], LOCAL_IGNITION, "{host}");
     assert_eq!(last_bundle_reason(&host), "final");
-    assert!(run.stderr_text().contains("budget"), "{}", run.stderr_text());
+    assert!(
+        run.stderr_text().contains("budget"),
+        "{}",
+        run.stderr_text()
+    );
     sc.assert_cleaned_up("budget spent on boot 1");
     sc.final_checks(Some(&base)).await;
 }
@@ -380,9 +384,9 @@ async fn upstream_unit_environment_without_infra_env_id() {
     let requests = api_requests(&base).await;
     let cluster_list = format!("{API}/clusters/{CLUSTER_ID}/hosts");
     assert!(
-        requests
-            .iter()
-            .any(|r| r["method"] == "GET" && r["path"] == cluster_list.as_str() && status_of(r) == 200),
+        requests.iter().any(|r| r["method"] == "GET"
+            && r["path"] == cluster_list.as_str()
+            && status_of(r) == 200),
         "the cluster's host list was not read: {requests:?}"
     );
     let progress = format!("{API}/infra-envs/{INFRA_ENV_ID}/hosts/{HOST_ID}/progress");
@@ -392,7 +396,9 @@ async fn upstream_unit_environment_without_infra_env_id() {
             .any(|r| r["path"] == progress.as_str() && status_of(r) == 200),
         "no progress update under the learned infra-env: {requests:?}"
     );
-    assert!(run.stderr_text().contains(&format!("infra-env {INFRA_ENV_ID}")));
+    assert!(run
+        .stderr_text()
+        .contains(&format!("infra-env {INFRA_ENV_ID}")));
     sc.final_checks(Some(&base)).await;
 }
 
@@ -424,11 +430,18 @@ async fn progress_updates_are_bounded_per_boot_across_restarts() {
         "{} progress updates in one boot: {puts:?}",
         puts.len()
     );
-    let accepted: Vec<&Value> = puts.iter().copied().filter(|r| status_of(r) == 200).collect();
+    let accepted: Vec<&Value> = puts
+        .iter()
+        .copied()
+        .filter(|r| status_of(r) == 200)
+        .collect();
     assert!(accepted.len() >= 2, "{puts:?}");
     // Each accepted update says something the previous one did not.
     for pair in accepted.windows(2) {
-        assert_ne!(pair[0]["body"], pair[1]["body"], "repeated update: {pair:?}");
+        assert_ne!(
+            pair[0]["body"], pair[1]["body"],
+            "repeated update: {pair:?}"
+        );
     }
     let host = host_now(&base).await;
     let info = host["progress_info"].as_str().unwrap_or_default();
@@ -461,7 +474,9 @@ async fn a_33_mib_host_list_is_read_within_the_units_memory() {
     // 33 MiB list on every poll.
     let requests = wait_for_requests(&base, |reqs| {
         progress_puts(reqs).iter().any(|r| status_of(r) == 200)
-            && log_uploads(reqs).iter().any(|r| status_of(r) == 201 || status_of(r) == 200)
+            && log_uploads(reqs)
+                .iter()
+                .any(|r| status_of(r) == 201 || status_of(r) == 200)
     })
     .await;
     let peak = peak_rss_kib(pid).expect("VmHWM");
@@ -495,7 +510,8 @@ async fn an_oversized_host_list_is_refused_cleanly() {
     let mut hosts: Vec<Value> = (0..10_001)
         .map(|i| json!({"id": format!("00000000-0000-4000-8000-{i:012}")}))
         .collect();
-    hosts.push(json!({"id": HOST_ID, "cluster_id": CLUSTER_ID, "status": "installing-in-progress"}));
+    hosts
+        .push(json!({"id": HOST_ID, "cluster_id": CLUSTER_ID, "status": "installing-in-progress"}));
     admin_fault(
         &base,
         json!({"endpoint": "list_hosts", "status": 200, "times": 100,
@@ -527,18 +543,31 @@ async fn an_oversized_host_list_is_refused_cleanly() {
 fn slow_service_args(sc: &Scenario) -> Vec<String> {
     let dir = |p: &std::path::Path| p.to_string_lossy().into_owned();
     [
-        "--log-level", "debug", "run",
-        "--config-dir", &dir(&sc.config_dir),
-        "--state-dir", &dir(&sc.state_dir),
-        "--root", &dir(&sc.root),
-        "--upload-interval", "60s",
-        "--timeout", "300s",
-        "--retry-initial-delay", "100ms",
-        "--retry-max-delay", "500ms",
-        "--retry-attempts", "3",
-        "--command-timeout", "5s",
-        "--request-timeout", "120s",
-        "--kubelet-healthz-url", "http://127.0.0.1:9/healthz",
+        "--log-level",
+        "debug",
+        "run",
+        "--config-dir",
+        &dir(&sc.config_dir),
+        "--state-dir",
+        &dir(&sc.state_dir),
+        "--root",
+        &dir(&sc.root),
+        "--upload-interval",
+        "60s",
+        "--timeout",
+        "300s",
+        "--retry-initial-delay",
+        "100ms",
+        "--retry-max-delay",
+        "500ms",
+        "--retry-attempts",
+        "3",
+        "--command-timeout",
+        "5s",
+        "--request-timeout",
+        "120s",
+        "--kubelet-healthz-url",
+        "http://127.0.0.1:9/healthz",
     ]
     .iter()
     .map(|s| (*s).to_owned())
@@ -588,7 +617,11 @@ async fn a_stalled_service_does_not_hold_the_deadline() {
         "the run took {:?} with an 8s budget: a stalled request held it",
         run.elapsed
     );
-    assert!(run.stderr_text().contains("budget"), "{}", run.stderr_text());
+    assert!(
+        run.stderr_text().contains("budget"),
+        "{}",
+        run.stderr_text()
+    );
     sc.assert_cleaned_up("budget spent while the service stalled");
     sc.final_checks(Some(&base)).await;
 }

@@ -1129,7 +1129,12 @@ impl Scenario {
 
 /// A seed whose host list holds `others` hosts before ours, each with a
 /// hostname of `pad` bytes standing in for a real host's inventory.
-pub fn seed_with_many_hosts(agent_token: &str, host: &HostSeed, others: usize, pad: usize) -> Value {
+pub fn seed_with_many_hosts(
+    agent_token: &str,
+    host: &HostSeed,
+    others: usize,
+    pad: usize,
+) -> Value {
     let mut seed = seed_json(agent_token, host);
     let ours = seed["hosts"][0].clone();
     let name = "h".repeat(pad);
