@@ -38,12 +38,12 @@ async fn host_now(base: &str) -> Value {
 /// Waits (bounded) until the host's stage is `stage` and `uploads` bundles
 /// arrived; returns the host.
 async fn wait_for_stage(base: &str, stage: &str, uploads: u64) -> Value {
-    let state = wait_for_state(base, Duration::from_secs(15), |s| {
+    let world = wait_for_state(base, Duration::from_secs(15), |s| {
         let h = host_of(s, HOST_ID);
         h["current_stage"] == stage && uploads_of(h, "host_boot") >= uploads
     })
     .await;
-    host_of(&state, HOST_ID).clone()
+    host_of(&world, HOST_ID).clone()
 }
 
 fn last_bundle_reason(host: &Value) -> Value {
