@@ -533,6 +533,11 @@ impl Reporter {
                 if stage_changed {
                     tracing::info!("{why}");
                 }
+                if host.current_stage() == Some(target) && self.settled_target != Some(target) {
+                    // Set by an earlier run of this boot cut short before it
+                    // could note it: note it now.
+                    self.settle(target);
+                }
                 Next::Continue
             }
             Decision::Report { target } => {

@@ -252,13 +252,15 @@ async fn one_installation(tag: &str, tally: &mut Tally, boot2_window: &mut Durat
     }
     // The run the reboot ends: it reports the stage and ships, then systemd
     // stops it (SIGTERM) for the reboot.
+    let before = uploads_of(host_of(&admin_state(&base).await, HOST_ID), "host_boot");
     let running = sc.spawn_agent(
         &format!("{tag} boot 1 to the reboot"),
         &opts(FIRST_BOOT_TIMEOUT, None),
     );
+    // A bundle of this run (not of a killed one): its signal handlers are up.
     wait_for_state(&base, Duration::from_secs(15), |s| {
         let h = host_of(s, HOST_ID);
-        h["current_stage"] == LOCAL_IGNITION && uploads_of(h, "host_boot") >= 1
+        h["current_stage"] == LOCAL_IGNITION && uploads_of(h, "host_boot") > before
     })
     .await;
     let run = sc.stop_agent(running).await;
