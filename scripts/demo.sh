@@ -88,16 +88,25 @@ printf '%s\n' "$cluster_id" >"$tmp/config/cluster-id"
 
 kubelet_url="http://127.0.0.1:9/healthz" # nothing listens there until the second boot
 
+# run_agent LABEL TIMEOUT [REBOOT_AFTER]: with REBOOT_AFTER (seconds) the run
+# is stopped with SIGTERM then, as systemd does when the host reboots; the
+# --timeout budget counts from the first start and spans both boots.
 run_agent() {
-    local label=$1 timeout=$2 rc=0
-    say "$label (agent run, --timeout $timeout)"
+    local label=$1 timeout=$2 reboot_after=${3:-} rc=0 pid
+    say "$label (agent run, --timeout $timeout${reboot_after:+, reboot after ${reboot_after}s})"
     env -i PATH="$fake_bin:/usr/local/bin:/usr/bin:/bin" HOME="$tmp/home" \
         FAKE_SYSTEMCTL_LOG="$tmp/systemctl.log" \
         "$agent" run \
         --config-dir "$tmp/config" --state-dir "$tmp/state" --root "$tmp/root" \
         --upload-interval 2s --timeout "$timeout" \
         --retry-initial-delay 200ms --retry-max-delay 1s --retry-attempts 3 \
-        --command-timeout 10s --kubelet-healthz-url "$kubelet_url" || rc=$?
+        --command-timeout 10s --kubelet-healthz-url "$kubelet_url" &
+    pid=$!
+    if [[ -n $reboot_after ]]; then
+        sleep "$reboot_after"
+        kill -TERM "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" || rc=$?
     echo "agent exited $rc"
 }
 
@@ -111,7 +120,7 @@ print("host %s: status %s, stage %r, progress_info %r" % (host["id"], host["stat
 }
 
 show_host
-run_agent "first boot from disk" 7s
+run_agent "first boot from disk" 120s 7
 show_host
 
 say "reboot: new boot ID; the controller moves the host to Configuring"
@@ -142,7 +151,7 @@ line=$(wait_line "$tmp/kubelet.out" 10 '^port [0-9]+') || { echo "kubelet stand-
 kubelet_url="http://127.0.0.1:${line#port }/healthz"
 echo "kubelet healthz at $kubelet_url"
 
-run_agent "second boot from disk" 60s
+run_agent "second boot from disk" 120s
 
 say "stage history and bundles"
 curl -fsS "$base/admin/state" >"$tmp/state.json"

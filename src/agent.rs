@@ -1,6 +1,9 @@
 //! The reporter's life on one boot: resolve configuration, place this boot in
-//! the ledger, report the boot's stage, ship bundles on an interval, and on
-//! the second boot leave for good once kubelet is healthy or time is up.
+//! the ledger, tell the install flow from the host and the service, report
+//! the boot's stage, ship bundles on an interval, and leave for good (last
+//! bundle, credentials gone, unit disabled) once the job is over or the one
+//! time budget, counted from the first start on this host, is spent — on
+//! whichever boot that happens.
 //!
 //! Nothing here may fail or delay the installation: every runtime failure is
 //! logged and the process exits 0; only usage errors (clap) exit 2.
@@ -13,12 +16,13 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use crate::api::{ApiError, Client, ClientSettings, Host, HostProgress, UploadTarget};
+use crate::api::{ApiError, Client, ClientSettings, Host, HostProgress, HostScope, UploadTarget};
 use crate::bundle::{BundleLimits, BundleMeta};
 use crate::cleanup::CleanupPlan;
 use crate::cli::{Cli, Command, RunArgs};
 use crate::collect::CollectContext;
 use crate::config::Config;
+use crate::flow::{self, Flow, HostSignals};
 use crate::kubelet::HealthProbe;
 use crate::ledger::{read_boot_id, read_uptime, Ledger};
 use crate::records;
@@ -38,8 +42,16 @@ const KUBELET_POLL: Duration = Duration::from_secs(30);
 /// While the service has not been reached, try again sooner than a full
 /// interval so a short outage at boot does not cost ten minutes of reporting.
 const UNREACHED_RETRY: Duration = Duration::from_secs(60);
-/// Extra time the last upload may take after the deadline.
+/// Extra time the last bundle may take after the deadline: a quarter of the
+/// budget, within these bounds, so a stalled service cannot stretch the end
+/// much and a short budget still leaves time to collect.
 const FINAL_UPLOAD_GRACE: Duration = Duration::from_secs(120);
+const MIN_FINAL_UPLOAD_GRACE: Duration = Duration::from_secs(15);
+/// Progress updates one boot may send, over every run of the reporter in
+/// it (counted in the ledger). Each accepted update restarts the service's
+/// stage timer; a boot needs at most: the local-ignition stage, the
+/// control-plane stage, and a finding on each.
+pub const MAX_PROGRESS_PUTS_PER_BOOT: u32 = 4;
 /// Host lookups that may fail in a row before bundles are shipped anyway: the
 /// first bundle should follow the stage report, but never at the price of
 /// shipping nothing when only the host list is broken.
@@ -112,10 +124,21 @@ async fn run_service(args: RunArgs) {
         tracing::error!("cannot install signal handlers; exiting");
         return;
     };
-    tokio::select! {
-        () = reporter.run() => {}
-        _ = term.recv() => tracing::info!("stopping on SIGTERM (shutdown or reboot); the next boot reports again"),
-        _ = int.recv() => tracing::info!("stopping on SIGINT"),
+    let stopped = tokio::select! {
+        () = reporter.run() => false,
+        _ = term.recv() => {
+            tracing::info!("stopping on SIGTERM (shutdown or reboot); the next boot continues within the same time budget");
+            true
+        }
+        _ = int.recv() => {
+            tracing::info!("stopping on SIGINT");
+            true
+        }
+    };
+    if stopped {
+        // Whatever was in flight is dropped; the spent budget is kept so a
+        // reboot never gives time back.
+        reporter.checkpoint();
     }
 }
 
@@ -131,7 +154,7 @@ struct InfoOwner {
 }
 
 /// What the last look at the service said to do next.
-enum Flow {
+enum Next {
     Continue,
     Finish,
     /// The host could not be read; `refused` when the token was rejected,
@@ -149,11 +172,25 @@ struct Reporter {
     ledger: Ledger,
     boot_id: String,
     boot_number: u32,
+    /// When this boot began (wall clock), to date the host's signal files.
+    boot_started: Option<SystemTime>,
+    /// Budget already spent when this run started, and when that was.
+    spent_at_start: Duration,
+    started: Instant,
     deadline: Instant,
     cluster_id: Option<Uuid>,
+    /// Configured, or learned from the cluster's host list.
+    infra_env_id: Option<Uuid>,
     service_stage: Option<String>,
-    /// No further stage move is wanted on this boot.
-    stage_settled: bool,
+    /// The host as last read from the service.
+    last_host: Option<Host>,
+    /// The flow as last told, logged when it changes.
+    flow: Flow,
+    kubelet_healthy: bool,
+    /// The last stage this boot settled on (set, or given up on).
+    settled_target: Option<&'static str>,
+    /// The per-boot progress update cap was hit and said so.
+    put_cap_logged: bool,
     /// Where this boot's `progress_info` is ours to write, once it is.
     info_owner: Option<InfoOwner>,
     reached_service: bool,
@@ -192,14 +229,24 @@ impl Reporter {
             tracing::warn!("{warning}");
         }
         let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-        let (boot_number, record) = ledger.observe(&boot_id, now, uptime.unwrap_or(0.0));
-        // Time already spent in this boot by an earlier run of the reporter.
-        let spent = match uptime {
-            Some(uptime) => {
-                Duration::from_secs_f64((uptime - record.first_seen_uptime_secs).max(0.0))
+        let (boot_number, _) = ledger.observe(&boot_id, now, uptime.unwrap_or(0.0));
+        // The budget runs from the first start on this host, across boots
+        // and restarts (`Ledger::budget_spent` says how it is measured).
+        let (spent, clock_warning) = ledger.budget_spent(&boot_id, SystemTime::now(), uptime);
+        if let Some(warning) = clock_warning {
+            tracing::warn!("{warning}");
+        }
+        let settled_target = match ledger.reported_stage(&boot_id) {
+            Some(s) if s == stage::BOOTED_WITH_CONTROL_PLANE_IGNITION => {
+                Some(stage::BOOTED_WITH_CONTROL_PLANE_IGNITION)
             }
-            None => Duration::ZERO,
+            Some(s) if s == stage::BOOTED_WITH_LOCAL_IGNITION => {
+                Some(stage::BOOTED_WITH_LOCAL_IGNITION)
+            }
+            _ => None,
         };
+        let boot_started =
+            uptime.and_then(|u| SystemTime::now().checked_sub(Duration::from_secs_f64(u)));
         if let Err(err) = ledger.save(&config.state_dir) {
             // Without a ledger the next boot looks like the first: it then
             // reports nothing backwards, so this is worth a warning, not an exit.
@@ -223,15 +270,23 @@ impl Reporter {
         collect.kubelet_healthz_url = Some(config.kubelet_healthz_url.to_string());
         Ok(Self {
             cluster_id: config.cluster_id,
+            infra_env_id: config.infra_env_id,
             client,
             uploader_template: (collect, BundleLimits::default()),
             kubelet,
             ledger,
             boot_id,
             boot_number,
+            boot_started,
+            spent_at_start: spent,
+            started: Instant::now(),
             deadline,
             service_stage: None,
-            stage_settled: false,
+            last_host: None,
+            flow: Flow::Undetermined,
+            kubelet_healthy: false,
+            settled_target,
+            put_cap_logged: false,
             info_owner: None,
             reached_service: false,
             failed_lookups: 0,
@@ -243,22 +298,77 @@ impl Reporter {
         })
     }
 
-    fn second_boot_or_later(&self) -> bool {
-        self.boot_number >= 2
+    /// Budget spent so far, counted from the first start on this host.
+    fn spent(&self) -> Duration {
+        self.spent_at_start + self.started.elapsed()
+    }
+
+    /// Keeps the spent budget in the ledger: a later boot or restart counts
+    /// from at least here, whatever the wall clock says.
+    fn checkpoint(&mut self) {
+        self.ledger.checkpoint_spent(self.spent());
+        if let Err(err) = self.ledger.save(&self.config.state_dir) {
+            tracing::warn!("{err:#}");
+        }
+    }
+
+    /// What the last bundle may take beyond the deadline.
+    fn final_grace(&self) -> Duration {
+        (self.config.timeout / 4).clamp(MIN_FINAL_UPLOAD_GRACE, FINAL_UPLOAD_GRACE)
+    }
+
+    fn signals(&self) -> HostSignals {
+        HostSignals::read(&self.config.root, self.boot_started)
+    }
+
+    /// Re-tells the flow from the host's files and the service's host kind;
+    /// says so when it changes.
+    fn update_flow(&mut self, signals: HostSignals) -> Flow {
+        let kind = self.last_host.as_ref().and_then(|h| h.kind.as_deref());
+        let flow = flow::classify(signals, self.boot_number, kind);
+        if flow != self.flow {
+            tracing::info!(
+                "install flow: {} (boot {} from disk)",
+                flow.describe(),
+                self.boot_number
+            );
+            self.flow = flow;
+        }
+        flow
+    }
+
+    /// The stage this boot stands at now: `Booted with control plane
+    /// ignition` once the control plane's configuration is applied and
+    /// running (see `flow::control_plane_config_running`), before that
+    /// `Booted with local ignition`.
+    fn target(&mut self) -> &'static str {
+        let signals = self.signals();
+        let flow = self.update_flow(signals);
+        if flow::control_plane_config_running(flow, signals, self.boot_number, self.kubelet_healthy)
+        {
+            stage::BOOTED_WITH_CONTROL_PLANE_IGNITION
+        } else {
+            stage::BOOTED_WITH_LOCAL_IGNITION
+        }
     }
 
     async fn run(&mut self) {
         tracing::info!(
-            "assisted-boot-reporter {}: host {} of infra-env {}, boot {} from disk (boot ID {}), service {}, \
-             bundle every {} until {} from now",
+            "assisted-boot-reporter {}: host {} of {}, boot {} from disk (boot ID {}), service {}, \
+             bundle every {}, {} of the {} budget left (counted from the first start on this host)",
             env!("CARGO_PKG_VERSION"),
             self.config.host_id,
-            self.config.infra_env_id,
+            match (self.infra_env_id, self.cluster_id) {
+                (Some(ie), _) => format!("infra-env {ie}"),
+                (None, Some(c)) => format!("cluster {c} (infra-env to be learned from its host list)"),
+                (None, None) => "no infra-env".to_owned(),
+            },
             self.boot_number,
             self.boot_id,
             self.config.service_url.as_str().trim_end_matches('/'),
             humantime::format_duration(self.config.upload_interval),
             humantime::format_duration(round_secs(self.deadline.saturating_duration_since(Instant::now()))),
+            humantime::format_duration(self.config.timeout),
         );
         let mut next_cycle = Instant::now();
         let mut next_kubelet = Instant::now();
@@ -269,31 +379,17 @@ impl Reporter {
                 return;
             }
             if now >= next_cycle {
-                let ship_now = match self.refresh().await {
-                    Flow::Finish => {
-                        self.clean_up();
-                        return;
-                    }
-                    Flow::Continue => {
-                        self.failed_lookups = 0;
-                        self.token_refused = false;
-                        true
-                    }
-                    Flow::Unreached { refused } => {
-                        self.failed_lookups += 1;
-                        self.token_refused = refused;
-                        self.reached_service || self.failed_lookups >= LOOKUPS_BEFORE_SHIPPING_BLIND
-                    }
+                // A hung request or collector must not hold the budget: the
+                // cycle is cut at the deadline and the loop ends the run.
+                let deadline = self.deadline;
+                let Ok(shipped) = tokio::time::timeout_at(deadline, self.cycle()).await else {
+                    tracing::warn!("the budget ran out in the middle of a cycle; cut short");
+                    continue;
                 };
-                if ship_now {
-                    self.report_finding().await;
-                }
-                let reason = if self.uploads == 0 {
-                    "first"
-                } else {
-                    "interval"
+                let Some(shipped) = shipped else {
+                    return;
                 };
-                let shipped = ship_now && self.ship(reason, self.deadline).await;
+                self.checkpoint();
                 let wait = if shipped || self.reached_service {
                     jittered(self.config.upload_interval)
                 } else {
@@ -301,54 +397,115 @@ impl Reporter {
                 };
                 next_cycle = Instant::now() + wait;
             }
-            if self.second_boot_or_later() && Instant::now() >= next_kubelet {
-                if self.kubelet.is_healthy().await {
-                    tracing::info!("kubelet is healthy: shipping the last bundle and cleaning up");
-                    self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE)
-                        .await;
-                    self.clean_up();
-                    return;
+            if Instant::now() >= next_kubelet {
+                self.kubelet_healthy = self.kubelet.is_healthy().await;
+                if self.kubelet_healthy {
+                    let signals = self.signals();
+                    if flow::kubelet_ends_job(signals) {
+                        self.finish_after_kubelet().await;
+                        return;
+                    }
+                    tracing::debug!(
+                        "kubelet is healthy but {}: not the end of the job",
+                        if signals.bootstrap_in_place {
+                            "this boot still runs the single-node bootstrap"
+                        } else {
+                            "the machine config is not applied yet"
+                        }
+                    );
                 }
                 next_kubelet = Instant::now() + KUBELET_POLL.min(self.config.upload_interval);
             }
-            let mut wake = next_cycle.min(self.deadline);
-            if self.second_boot_or_later() {
-                wake = wake.min(next_kubelet);
-            }
+            let wake = next_cycle.min(self.deadline).min(next_kubelet);
             tokio::time::sleep_until(wake).await;
         }
     }
 
-    async fn finish_at_deadline(&mut self) {
-        if self.second_boot_or_later() {
-            tracing::info!(
-                "timeout of {} reached on boot {}: shipping the last bundle and cleaning up",
-                humantime::format_duration(self.config.timeout),
-                self.boot_number
-            );
-            self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE)
-                .await;
-            self.clean_up();
-        } else {
-            tracing::info!(
-                "timeout of {} reached on the first boot: shipping the last bundle and stopping; \
-                 credentials stay for the second boot",
-                humantime::format_duration(self.config.timeout)
-            );
-            self.ship("final", Instant::now() + FINAL_UPLOAD_GRACE)
-                .await;
+    /// One look at the service and one bundle. `None` when the job is over
+    /// (the run ends); otherwise whether a bundle was delivered.
+    async fn cycle(&mut self) -> Option<bool> {
+        let ship_now = match self.refresh().await {
+            Next::Finish => {
+                self.finish("the service says the host is past the point where boot logs help")
+                    .await;
+                return None;
+            }
+            Next::Continue => {
+                self.failed_lookups = 0;
+                self.token_refused = false;
+                true
+            }
+            Next::Unreached { refused } => {
+                self.failed_lookups += 1;
+                self.token_refused = refused;
+                self.reached_service || self.failed_lookups >= LOOKUPS_BEFORE_SHIPPING_BLIND
+            }
+        };
+        if ship_now {
+            self.report_finding().await;
         }
+        let reason = if self.uploads == 0 {
+            "first"
+        } else {
+            "interval"
+        };
+        Some(ship_now && self.ship(reason, self.deadline).await)
+    }
+
+    /// Kubelet is healthy outside a bootstrap: the control plane's
+    /// configuration runs, the in-cluster controller takes over. Report the
+    /// control-plane stage if the service is still before it, then leave.
+    async fn finish_after_kubelet(&mut self) {
+        tracing::info!("kubelet is healthy on a boot that is not a bootstrap: the job is over");
+        if let Some(host) = self.last_host.clone() {
+            let grace = Instant::now() + self.final_grace();
+            let target = stage::BOOTED_WITH_CONTROL_PLANE_IGNITION;
+            if self.settled_target != Some(target) {
+                if let Decision::Report { .. } = stage::decide_target(target, &host) {
+                    let _ = tokio::time::timeout_at(grace, self.report_stage(&host, target)).await;
+                }
+            }
+        }
+        self.finish("kubelet is healthy").await;
+    }
+
+    /// The job is over: last bundle (so every host, day-2 ones too, ships at
+    /// least one), then cleanup.
+    async fn finish(&mut self, why: &str) {
+        tracing::info!("{why}: shipping the last bundle and cleaning up");
+        let grace = self.final_grace();
+        let until = Instant::now() + grace;
+        if tokio::time::timeout(grace, self.ship("final", until))
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "the last bundle did not go out within {}",
+                humantime::format_duration(grace)
+            );
+        }
+        self.clean_up();
+    }
+
+    async fn finish_at_deadline(&mut self) {
+        self.finish(&format!(
+            "the time budget of {} (from the first start on this host) is spent on boot {}",
+            humantime::format_duration(self.config.timeout),
+            self.boot_number
+        ))
+        .await;
     }
 
     /// Reads the host from the service and acts on its stage.
-    async fn refresh(&mut self) -> Flow {
+    async fn refresh(&mut self) -> Next {
+        let scope = match (self.infra_env_id, self.cluster_id) {
+            (Some(ie), _) => HostScope::InfraEnv(ie),
+            (None, Some(c)) => HostScope::Cluster(c),
+            (None, None) => return Next::Unreached { refused: false },
+        };
         let host = match self
             .client
-            .find_host(
-                self.config.infra_env_id,
-                self.config.host_id,
-                Some(self.deadline),
-            )
+            .find_host_in(scope, self.config.host_id, Some(self.deadline))
             .await
         {
             Ok(host) => host,
@@ -358,7 +515,7 @@ impl Reporter {
                     err.status(),
                     Some(reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN)
                 );
-                return Flow::Unreached { refused };
+                return Next::Unreached { refused };
             }
         };
         self.reached_service = true;
@@ -368,36 +525,58 @@ impl Reporter {
             }
             self.cluster_id = Some(cluster_id);
         }
+        if self.infra_env_id.is_none() {
+            if let Some(ie) = host.infra_env_id {
+                tracing::info!("the cluster's host list places the host in infra-env {ie}");
+                self.infra_env_id = Some(ie);
+            }
+        }
         let stage_changed = self.service_stage.as_deref() != host.current_stage();
         self.service_stage = host.current_stage().map(str::to_owned);
-        match stage::decide(self.boot_number, &host) {
+        self.last_host = Some(host.clone());
+        let target = self.target();
+        match stage::decide_target(target, &host) {
             Decision::NothingLeft { why } => {
-                tracing::info!("{why}; cleaning up");
-                Flow::Finish
+                tracing::info!("{why}");
+                Next::Finish
             }
             Decision::Hold { why } => {
                 if stage_changed {
                     tracing::info!("{why}");
                 }
-                Flow::Continue
+                if host.current_stage() == Some(target) && self.settled_target != Some(target) {
+                    // Set by an earlier run of this boot cut short before it
+                    // could note it: note it now.
+                    self.settle(target);
+                }
+                Next::Continue
             }
             Decision::Report { target } => {
-                if !self.stage_settled {
+                if self.settled_target != Some(target) {
                     self.report_stage(&host, target).await;
                 }
-                Flow::Continue
+                Next::Continue
             }
         }
     }
 
     async fn report_stage(&mut self, host: &Host, target: &'static str) {
+        if self.ledger.new_stages_refused {
+            // This service answered 400 to the new stages before: straight
+            // to the fallback, one update instead of two.
+            self.report_as_progress_info(host, target, None).await;
+            return;
+        }
         let current = host.current_stage().unwrap_or("none").to_owned();
         let finding = self.bootstrap_finding().await;
         let request = HostProgress {
             current_stage: target,
             progress_info: finding.as_deref(),
         };
-        match self.put_progress(&request).await {
+        let Some(result) = self.put_progress(&request).await else {
+            return;
+        };
+        match result {
             Ok(()) => {
                 tracing::info!("stage set: {current:?} -> {target:?}");
                 self.service_stage = Some(target.to_owned());
@@ -409,7 +588,8 @@ impl Reporter {
                 self.settle(target);
             }
             Err(err) if err.status() == Some(reqwest::StatusCode::BAD_REQUEST) => {
-                self.report_as_progress_info(host, target, &err).await;
+                self.ledger.new_stages_refused = true;
+                self.report_as_progress_info(host, target, Some(&err)).await;
             }
             Err(err) if err.status() == Some(reqwest::StatusCode::CONFLICT) => {
                 // Someone (the installer) moved the host meanwhile, or its
@@ -427,11 +607,15 @@ impl Reporter {
         &mut self,
         host: &Host,
         target: &'static str,
-        rejection: &ApiError,
+        rejection: Option<&ApiError>,
     ) {
+        let rejection = rejection.map_or_else(
+            || "refused earlier with 400".to_owned(),
+            |r| r.reason().unwrap_or("400").to_owned(),
+        );
         let Some(current) = host.current_stage() else {
             tracing::warn!(
-                "{rejection}; the host has no stage to attach the boot to as progress info"
+                "the service does not know stage {target:?} ({rejection}); the host has no stage to attach the boot to as progress info"
             );
             self.settle(target);
             return;
@@ -441,15 +625,22 @@ impl Reporter {
             Some(finding) => format!("{prefix}; {finding}"),
             None => prefix.clone(),
         };
+        if host.progress_info() == Some(info.as_str()) {
+            // Already says so (an earlier run of this boot): no update.
+            self.settle(target);
+            return;
+        }
         let request = HostProgress {
             current_stage: current,
             progress_info: Some(&info),
         };
-        match self.put_progress(&request).await {
+        let Some(result) = self.put_progress(&request).await else {
+            return;
+        };
+        match result {
             Ok(()) => {
                 tracing::warn!(
-                    "the service does not know stage {target:?} ({}); reported it as progress info on stage {current:?} instead",
-                    rejection.reason().unwrap_or("400")
+                    "the service does not know stage {target:?} ({rejection}); reported it as progress info on stage {current:?} instead",
                 );
                 self.info_owner = Some(InfoOwner {
                     stage: current.to_owned(),
@@ -490,7 +681,10 @@ impl Reporter {
             current_stage: &stage,
             progress_info: Some(&info),
         };
-        match self.put_progress(&request).await {
+        let Some(result) = self.put_progress(&request).await else {
+            return;
+        };
+        match result {
             Ok(()) => {
                 tracing::info!("progress info on {stage:?}: {info:?}");
                 if let Some(owner) = &mut self.info_owner {
@@ -535,20 +729,40 @@ impl Reporter {
         }
     }
 
-    /// `PUT .../progress` for this host, retried within this boot's deadline.
-    async fn put_progress(&self, request: &HostProgress<'_>) -> Result<(), ApiError> {
-        self.client
-            .update_progress(
-                self.config.infra_env_id,
-                self.config.host_id,
-                request,
-                Some(self.deadline),
-            )
-            .await
+    /// `PUT .../progress` for this host, retried within the deadline; `None`
+    /// when not sent: this boot's update cap is reached, or the infra-env is
+    /// still unknown. Counted in the ledger before it goes out, so a restart
+    /// cannot reset the count.
+    async fn put_progress(&mut self, request: &HostProgress<'_>) -> Option<Result<(), ApiError>> {
+        let infra_env_id = self.infra_env_id?;
+        if self.ledger.progress_puts(&self.boot_id) >= MAX_PROGRESS_PUTS_PER_BOOT {
+            if !self.put_cap_logged {
+                tracing::info!(
+                    "{MAX_PROGRESS_PUTS_PER_BOOT} progress updates sent on this boot (the cap): \
+                     no more, each would restart the service's stage timer; bundles go on"
+                );
+                self.put_cap_logged = true;
+            }
+            return None;
+        }
+        self.ledger.count_progress_put(&self.boot_id);
+        if let Err(err) = self.ledger.save(&self.config.state_dir) {
+            tracing::warn!("{err:#}");
+        }
+        Some(
+            self.client
+                .update_progress(
+                    infra_env_id,
+                    self.config.host_id,
+                    request,
+                    Some(self.deadline),
+                )
+                .await,
+        )
     }
 
-    fn settle(&mut self, target: &str) {
-        self.stage_settled = true;
+    fn settle(&mut self, target: &'static str) {
+        self.settled_target = Some(target);
         self.ledger.record_stage(&self.boot_id, target);
         if let Err(err) = self.ledger.save(&self.config.state_dir) {
             tracing::warn!("{err:#}");
@@ -572,7 +786,7 @@ impl Reporter {
             target: UploadTarget {
                 cluster_id,
                 host_id: self.config.host_id,
-                infra_env_id: self.config.infra_env_id,
+                infra_env_id: self.infra_env_id,
                 logs_type: self.config.logs_type.clone(),
             },
             collect,
@@ -581,7 +795,10 @@ impl Reporter {
         let meta = BundleMeta {
             agent_version: env!("CARGO_PKG_VERSION").to_owned(),
             host_id: self.config.host_id.to_string(),
-            infra_env_id: self.config.infra_env_id.to_string(),
+            infra_env_id: self
+                .infra_env_id
+                .map(|id| id.to_string())
+                .unwrap_or_default(),
             cluster_id: Some(cluster_id.to_string()),
             boot_id: self.boot_id.clone(),
             boot_number: self.boot_number,

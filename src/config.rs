@@ -129,7 +129,10 @@ pub struct Config {
     pub service_url: Url,
     /// None only where the service runs without authentication (on-premise).
     pub credentials: Option<Credentials>,
-    pub infra_env_id: Uuid,
+    /// None when only the cluster is known (the upstream unit's environment
+    /// carries no INFRA_ENV_ID): the agent learns it from the cluster's host
+    /// list. At least one of the two is always set.
+    pub infra_env_id: Option<Uuid>,
     pub host_id: Uuid,
     pub cluster_id: Option<Uuid>,
     pub upload_interval: Duration,
@@ -213,16 +216,19 @@ impl Config {
         })?;
         let service_url = parse_service_url(&service_url)?;
 
-        let infra_env_id = required_uuid(
-            "infra-env ID",
-            args.infra_env_id.as_deref(),
-            "--infra-env-id",
-            &getenv,
-            env::INFRA_ENV_ID,
-            &dir,
-            files::INFRA_ENV_ID,
-            tunables.infra_env_id.as_deref(),
-        )?;
+        let infra_env_id = first_of(
+            args.infra_env_id
+                .as_ref()
+                .map(|v| found(v, "--infra-env-id")),
+            getenv(env::INFRA_ENV_ID).map(|v| found(&v, env::INFRA_ENV_ID)),
+            dir.read(files::INFRA_ENV_ID)?,
+            tunables
+                .infra_env_id
+                .as_ref()
+                .map(|v| found(v, &dir.tunables_name())),
+        )
+        .map(|f| parse_uuid("infra-env ID", &f))
+        .transpose()?;
         let host_id = required_uuid(
             "host ID",
             args.host_id.as_deref(),
@@ -244,6 +250,21 @@ impl Config {
         )
         .map(|f| parse_uuid("cluster ID", &f))
         .transpose()?;
+        // The host list of the cluster names the infra-env (agent auth), so
+        // either ID finds the host.
+        if infra_env_id.is_none() && cluster_id.is_none() {
+            return Err(ConfigError::Missing {
+                what: "infra-env ID (or a cluster ID to learn it from)",
+                looked_in: vec![
+                    "--infra-env-id".into(),
+                    env::INFRA_ENV_ID.into(),
+                    dir.display(files::INFRA_ENV_ID),
+                    "--cluster-id".into(),
+                    env::CLUSTER_ID.into(),
+                    dir.display(files::CLUSTER_ID),
+                ],
+            });
+        }
 
         let credentials = resolve_credentials(args, &getenv, &dir, &mut warnings)?;
         let proxy = resolve_proxy(args, &getenv, &dir, &mut warnings)?;
@@ -958,6 +979,27 @@ mod tests {
         );
         assert!(
             err.contains(&dir.path().join("host-id").display().to_string()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_upstream_unit_environment_needs_no_infra_env_id() {
+        let dir = contract_dir();
+        fs::remove_file(dir.path().join(files::INFRA_ENV_ID)).unwrap();
+        let cluster = "11111111-2222-3333-4444-555555555555";
+        let config =
+            Config::resolve(&args(dir.path()), &env_of(&[(env::CLUSTER_ID, cluster)])).unwrap();
+        assert_eq!(config.infra_env_id, None);
+        assert_eq!(config.cluster_id.unwrap().to_string(), cluster);
+        // Neither ID: the error names both ways to give one.
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("infra-env ID")
+                && err.contains("CLUSTER_ID")
+                && err.contains("INFRA_ENV_ID"),
             "{err}"
         );
     }

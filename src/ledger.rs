@@ -1,6 +1,8 @@
 //! The boot ledger: which boots from disk this host has had, kept in the state
 //! directory. It tells the first boot (pointer ignition) from later ones even
-//! when the service's stage cannot (the installer may have moved it already).
+//! when the service's stage cannot (the installer may have moved it already),
+//! holds the reporter's first start so its one time budget spans every boot
+//! and restart, and counts the progress updates each boot sent.
 //!
 //! Writes are atomic (temp file in the same directory, fsync, rename, fsync of
 //! the directory) so a power cut or SIGKILL leaves either the old or the new
@@ -9,6 +11,7 @@
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -18,6 +21,11 @@ const FORMAT_VERSION: u32 = 1;
 /// Boot numbers past 2 behave like 2, so old entries are dropped beyond this
 /// (the first is always kept: it is what makes later boots "later").
 const MAX_BOOTS: usize = 16;
+/// Wall-clock distances beyond this between the first start and a later boot
+/// are taken for a clock step (an RTC far off before NTP, a host powered off
+/// for weeks), not for time the budget spent: the time the reporter itself
+/// saw pass counts instead. A week is longer than any installation waits.
+pub const MAX_PLAUSIBLE_WALL_GAP: Duration = Duration::from_secs(7 * 24 * 3600);
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +35,18 @@ pub struct Ledger {
     /// How many boots were dropped to keep the ledger bounded.
     #[serde(default)]
     pub dropped: u32,
+    /// Wall clock (seconds since the epoch) of the reporter's first start on
+    /// this host: the time budget runs from here, across boots.
+    #[serde(default)]
+    pub first_start_unix: Option<f64>,
+    /// The most budget any run is known to have spent (a floor that survives
+    /// a wall clock stepping backwards).
+    #[serde(default)]
+    pub spent_checkpoint_secs: f64,
+    /// The service answered 400 to the new boot stages: later boots and
+    /// restarts go straight to the `progress_info` fallback.
+    #[serde(default)]
+    pub new_stages_refused: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -42,6 +62,12 @@ pub struct BootRecord {
     /// The stage this boot reported, once it did.
     #[serde(default)]
     pub reported_stage: Option<String>,
+    /// Budget already spent when the reporter first ran in this boot.
+    #[serde(default)]
+    pub spent_at_first_seen_secs: Option<f64>,
+    /// Progress updates sent in this boot, by every run of the reporter.
+    #[serde(default)]
+    pub progress_puts: u32,
 }
 
 impl Default for Ledger {
@@ -50,6 +76,9 @@ impl Default for Ledger {
             version: FORMAT_VERSION,
             boots: Vec::new(),
             dropped: 0,
+            first_start_unix: None,
+            spent_checkpoint_secs: 0.0,
+            new_stages_refused: false,
         }
     }
 }
@@ -111,6 +140,8 @@ impl Ledger {
                 first_seen: now_rfc3339,
                 first_seen_uptime_secs: uptime_secs,
                 reported_stage: None,
+                spent_at_first_seen_secs: None,
+                progress_puts: 0,
             });
             if self.boots.len() > MAX_BOOTS {
                 self.boots.remove(1);
@@ -120,6 +151,88 @@ impl Ledger {
         };
         let number = u32::try_from(index).unwrap_or(u32::MAX - 1) + 1 + self.dropped;
         (number, &self.boots[index])
+    }
+
+    /// How much of the time budget is spent as this run starts, for boot
+    /// `boot_id` (already observed). `now` is the wall clock, `uptime` the
+    /// live kernel's seconds since boot. Within a boot the kernel's clock
+    /// counts (immune to clock steps); across boots the wall clock since the
+    /// first start, unless it moved absurdly (backwards, or more than
+    /// [`MAX_PLAUSIBLE_WALL_GAP`]), where only the time the reporter saw pass
+    /// counts. A reboot never gives time back. Returns a warning for the log
+    /// when the wall clock was distrusted.
+    pub fn budget_spent(
+        &mut self,
+        boot_id: &str,
+        now: SystemTime,
+        uptime: Option<f64>,
+    ) -> (Duration, Option<String>) {
+        let now_unix = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let first = *self.first_start_unix.get_or_insert_with(|| {
+            // Ledgers written before the budget spanned boots: their first
+            // boot's sighting is the first start.
+            self.boots
+                .first()
+                .and_then(|b| humantime::parse_rfc3339(&b.first_seen).ok())
+                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+                .map_or(now_unix, |d| d.as_secs_f64())
+        });
+        let floor = self.spent_checkpoint_secs.max(0.0);
+        let mut warning = None;
+        let Some(boot) = self.boots.iter_mut().find(|b| b.boot_id == boot_id) else {
+            return (Duration::from_secs_f64(floor), None);
+        };
+        let spent = if let Some(at_first_seen) = boot.spent_at_first_seen_secs {
+            // A restart within the boot: the kernel's clock since then.
+            let since = uptime.map_or(0.0, |u| (u - boot.first_seen_uptime_secs).max(0.0));
+            (at_first_seen + since).max(floor)
+        } else {
+            let wall = now_unix - first;
+            let spent = if (0.0..=MAX_PLAUSIBLE_WALL_GAP.as_secs_f64()).contains(&wall) {
+                wall.max(floor)
+            } else {
+                warning = Some(format!(
+                    "the wall clock says {} since the reporter first started on this host; \
+                     not trusting it, counting the {} the reporter saw pass",
+                    describe_secs(wall),
+                    describe_secs(floor)
+                ));
+                floor
+            };
+            boot.spent_at_first_seen_secs = Some(spent);
+            spent
+        };
+        (Duration::from_secs_f64(spent.max(0.0)), warning)
+    }
+
+    /// Raises the floor of spent budget (never lowers it).
+    pub fn checkpoint_spent(&mut self, spent: Duration) {
+        self.spent_checkpoint_secs = self.spent_checkpoint_secs.max(spent.as_secs_f64());
+    }
+
+    /// Progress updates boot `boot_id` has sent so far.
+    pub fn progress_puts(&self, boot_id: &str) -> u32 {
+        self.boots
+            .iter()
+            .find(|b| b.boot_id == boot_id)
+            .map_or(0, |b| b.progress_puts)
+    }
+
+    /// Counts one progress update of boot `boot_id`.
+    pub fn count_progress_put(&mut self, boot_id: &str) {
+        if let Some(boot) = self.boots.iter_mut().find(|b| b.boot_id == boot_id) {
+            boot.progress_puts = boot.progress_puts.saturating_add(1);
+        }
+    }
+
+    /// The stage boot `boot_id` reported, if it did.
+    pub fn reported_stage(&self, boot_id: &str) -> Option<&str> {
+        self.boots
+            .iter()
+            .find(|b| b.boot_id == boot_id)
+            .and_then(|b| b.reported_stage.as_deref())
     }
 
     pub fn record_stage(&mut self, boot_id: &str, stage: &str) {
@@ -135,6 +248,14 @@ impl Ledger {
         let data = serde_json::to_vec_pretty(self).context("serializing the ledger")?;
         write_atomic(&state_dir.join(LEDGER_FILE), &data)
     }
+}
+
+fn describe_secs(secs: f64) -> String {
+    let sign = if secs < 0.0 { "-" } else { "" };
+    format!(
+        "{sign}{}",
+        humantime::format_duration(Duration::from_secs_f64(secs.abs().min(1e12).floor()))
+    )
 }
 
 /// Temp file in the same directory, fsync, rename, fsync the directory.
@@ -228,6 +349,58 @@ mod tests {
         assert_eq!(ledger.boots.len(), MAX_BOOTS);
         assert_eq!(ledger.boots[0].boot_id, "0000");
         assert_eq!(ledger.observe("0027", String::new(), 0.0).0, 40);
+    }
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + secs)
+    }
+
+    #[test]
+    fn the_budget_runs_from_the_first_start_across_boots_and_restarts() {
+        let mut ledger = Ledger::default();
+        ledger.observe("boot1", String::new(), 100.0);
+        let (spent, w) = ledger.budget_spent("boot1", at(0), Some(100.0));
+        assert_eq!((spent, w), (Duration::ZERO, None));
+        // A restart 600 s later in the same boot (kernel clock).
+        let (spent, _) = ledger.budget_spent("boot1", at(9999), Some(700.0));
+        assert_eq!(spent.as_secs(), 600);
+        ledger.checkpoint_spent(spent);
+        // The next boot, 1200 s after the first start (wall clock).
+        ledger.observe("boot2", String::new(), 20.0);
+        let (spent, w) = ledger.budget_spent("boot2", at(1200), Some(20.0));
+        assert_eq!((spent.as_secs(), w), (1200, None));
+        // Restarted later in boot 2: measured from boot 2's first sighting.
+        let (spent, _) = ledger.budget_spent("boot2", at(0), Some(320.0));
+        assert_eq!(spent.as_secs(), 1500);
+    }
+
+    #[test]
+    fn an_absurd_clock_step_falls_back_to_the_time_seen_and_never_gives_time_back() {
+        let mut ledger = Ledger::default();
+        ledger.observe("boot1", String::new(), 0.0);
+        ledger.budget_spent("boot1", at(0), Some(0.0));
+        ledger.checkpoint_spent(Duration::from_secs(900));
+        // Clock went backwards across the reboot.
+        ledger.observe("boot2", String::new(), 0.0);
+        let (spent, w) = ledger.budget_spent("boot2", at(0) - Duration::from_secs(3600), Some(0.0));
+        assert_eq!(spent.as_secs(), 900);
+        assert!(w.unwrap().contains("not trusting"));
+        // Clock jumped a year ahead.
+        ledger.observe("boot3", String::new(), 0.0);
+        let (spent, w) = ledger.budget_spent("boot3", at(365 * 24 * 3600), Some(0.0));
+        assert_eq!(spent.as_secs(), 900);
+        assert!(w.is_some());
+    }
+
+    #[test]
+    fn progress_puts_are_counted_per_boot() {
+        let mut ledger = Ledger::default();
+        ledger.observe("a", String::new(), 0.0);
+        ledger.count_progress_put("a");
+        ledger.count_progress_put("a");
+        ledger.observe("b", String::new(), 0.0);
+        assert_eq!(ledger.progress_puts("a"), 2);
+        assert_eq!(ledger.progress_puts("b"), 0);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod collect;
 pub mod config;
 pub mod diagnose;
+pub mod flow;
 pub mod ignition;
 pub mod kubelet;
 pub mod ledger;

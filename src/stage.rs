@@ -67,12 +67,20 @@ pub enum Decision {
     Hold { why: String },
 }
 
+/// Host statuses that mean the installation of this host is over.
+const FINISHED_STATUSES: [&str; 2] = ["installed", "added-to-existing-cluster"];
+
 /// Decides what to do for boot `boot_number` given the host as the service
-/// sees it.
+/// sees it, with the boot count alone picking the target (the agent uses
+/// [`decide_target`] with the target the host's signals give).
 pub fn decide(boot_number: u32, host: &Host) -> Decision {
-    let target = target_for_boot(boot_number);
+    decide_target(target_for_boot(boot_number), host)
+}
+
+/// Decides whether moving `host` to `target` is due, forward only.
+pub fn decide_target(target: &'static str, host: &Host) -> Decision {
     let current = host.current_stage();
-    if host.status == "installed" || matches!(current, Some(JOINED | DONE)) {
+    if FINISHED_STATUSES.contains(&host.status.as_str()) || matches!(current, Some(JOINED | DONE)) {
         return Decision::NothingLeft {
             why: format!(
                 "host is {} at stage {:?}: nothing left to report",
@@ -285,6 +293,8 @@ mod tests {
             ("installing-in-progress", JOINED),
             ("installed", DONE),
             ("installed", "Configuring"),
+            ("added-to-existing-cluster", DONE),
+            ("added-to-existing-cluster", REBOOTING),
         ] {
             assert!(
                 matches!(
@@ -294,6 +304,29 @@ mod tests {
                 "{status} {stage}"
             );
         }
+    }
+
+    #[test]
+    fn a_single_boot_moves_from_local_to_control_plane_ignition_forward_only() {
+        let h = host("installing-in-progress", Some("Configuring"));
+        assert!(matches!(
+            decide_target(BOOTED_WITH_LOCAL_IGNITION, &h),
+            Decision::Hold { .. }
+        ));
+        assert_eq!(
+            decide_target(BOOTED_WITH_CONTROL_PLANE_IGNITION, &h),
+            Decision::Report {
+                target: BOOTED_WITH_CONTROL_PLANE_IGNITION
+            }
+        );
+        let h = host(
+            "installing-in-progress",
+            Some(BOOTED_WITH_CONTROL_PLANE_IGNITION),
+        );
+        assert!(matches!(
+            decide_target(BOOTED_WITH_LOCAL_IGNITION, &h),
+            Decision::Hold { .. }
+        ));
     }
 
     #[test]

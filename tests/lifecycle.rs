@@ -30,10 +30,18 @@ fn status_of(r: &Value) -> u64 {
     r["status"].as_u64().unwrap_or(0)
 }
 
-/// Runs a first boot to its timeout on a `Rebooting` master; returns the
-/// number of host_boot uploads so far.
+/// Runs a first boot on a `Rebooting` master until it reported its stage and
+/// shipped a bundle, then stops it as the reboot does (SIGTERM); returns the
+/// number of host_boot uploads so far. The budget (`timeout`) spans both
+/// boots, so it must leave room for the second.
 async fn first_boot(sc: &Scenario, base: &str, timeout: &'static str) -> u64 {
-    let run = sc.run_agent("first boot", &opts(timeout)).await;
+    let running = sc.spawn_agent("first boot", &opts(timeout));
+    wait_for_state(base, Duration::from_secs(15), |s| {
+        let h = host_of(s, HOST_ID);
+        h["current_stage"] == LOCAL_IGNITION && uploads_of(h, "host_boot") >= 1
+    })
+    .await;
+    let run = sc.stop_agent(running).await;
     run.assert_code(0);
     let state = admin_state(base).await;
     let host = host_of(&state, HOST_ID);
@@ -56,14 +64,15 @@ async fn first_boot(sc: &Scenario, base: &str, timeout: &'static str) -> u64 {
 // 1 -------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn first_boot_sets_local_ignition_ships_logs_and_keeps_running_until_timeout() {
+async fn first_boot_sets_local_ignition_ships_logs_and_cleans_up_when_its_budget_is_spent() {
     let sc = Scenario::new("first-boot");
     let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
     let base = mock.base_url();
     // No cluster-id in the contract: the agent learns it from the host list.
     sc.write_config(&base, SecretForm::PullSecretJson, false);
-    // kubelet runs (and may be healthy) on the first boot too: that must not
-    // trigger the second boot's cleanup.
+    // The pointer-ignition boot: firstboot has not applied the machine
+    // config, so a kubelet answering healthy must not end the job.
+    sc.firstboot_pending();
     let kubelet = start_kubelet(true).await;
 
     let run = sc
@@ -130,19 +139,10 @@ async fn first_boot_sets_local_ignition_ships_logs_and_keeps_running_until_timeo
         "first bundle was uploaded before the stage was reported: {requests:?}"
     );
 
-    // First boot: no cleanup at timeout.
-    for f in ["service-url", "pull-secret", "infra-env-id", "host-id"] {
-        assert!(
-            sc.config_dir.join(f).exists(),
-            "first boot removed contract file {f}"
-        );
-    }
-    assert!(sc.state_dir.exists(), "first boot removed its state dir");
-    assert!(
-        !sc.disabled_unit(),
-        "first boot disabled the unit: {:?}",
-        sc.systemctl_calls()
-    );
+    // The budget runs from the first start, whatever the boot: spent on
+    // the first boot, the reporter cleans up there.
+    assert_eq!(bundle.manifest["meta"]["reason"], "final");
+    sc.assert_cleaned_up("budget spent on the first boot");
 
     sc.final_checks(Some(&base)).await;
 }
@@ -156,7 +156,7 @@ async fn second_boot_sets_control_plane_ignition_and_cleans_up_once_kubelet_is_h
     let base = mock.base_url();
     sc.write_config(&base, SecretForm::PullSecretJson, true);
 
-    let after_first = first_boot(&sc, &base, "3s").await;
+    let after_first = first_boot(&sc, &base, "120s").await;
 
     // Reboot; meanwhile the machine-config server saw the host fetch its
     // config, so the service moved it to Configuring.
@@ -236,24 +236,26 @@ async fn second_boot_cleans_up_at_timeout_when_kubelet_never_gets_healthy() {
     let base = mock.base_url();
     sc.write_config(&base, SecretForm::PullSecretJson, true);
 
-    let after_first = first_boot(&sc, &base, "3s").await;
+    let after_first = first_boot(&sc, &base, "10s").await;
     sc.reboot(SECOND_BOOT_ID);
     let kubelet = start_kubelet(false).await;
 
+    // The same 10 s budget, counted from the first start: what the first
+    // boot left of it.
     let run = sc
         .run_agent(
             "second boot, kubelet unhealthy",
             &AgentOpts {
                 kubelet_healthz_url: Some(kubelet),
-                ..opts("4s")
+                ..opts("10s")
             },
         )
         .await;
     run.assert_code(0);
     assert!(
-        run.elapsed >= Duration::from_millis(3500),
-        "cleaned up after {:?} although kubelet never answered ok and the timeout is 4s",
-        run.elapsed
+        run.stderr_text().contains("budget") && run.stderr_text().contains("is spent on boot 2"),
+        "the second boot did not end on the budget:\n{}",
+        run.stderr_text()
     );
 
     let state = admin_state(&base).await;
@@ -341,10 +343,8 @@ async fn host_already_past_the_target_stage_is_not_moved_backwards() {
         "manifest: {}",
         bundle.manifest["meta"]
     );
-    assert!(
-        sc.config_dir.join("pull-secret").exists() && !sc.disabled_unit(),
-        "first boot cleaned up"
-    );
+    // Its budget (from the first start) is spent: it left, on boot 1.
+    sc.assert_cleaned_up("budget spent on the first boot");
 
     sc.final_checks(Some(&base)).await;
 }
@@ -586,10 +586,8 @@ async fn service_down_at_start_then_up_still_gets_stage_and_bundle() {
         "no bundle once the service came up: {host}"
     );
     check_host_boot_bundle(host);
-    assert!(
-        sc.config_dir.join("pull-secret").exists() && !sc.disabled_unit(),
-        "first boot cleaned up"
-    );
+    // Its budget (from the first start) is spent: it left, on boot 1.
+    sc.assert_cleaned_up("budget spent on the first boot");
     // The first bundle follows the stage report even when the service was
     // down at first (the configured cluster ID would allow an earlier upload).
     let requests = api_requests(&base).await;

@@ -318,6 +318,19 @@ async fn watched_run(
     secrets: &[(&'static str, String)],
     check_agent_environ: bool,
 ) -> (Seen, AgentRun) {
+    watched_run_until(sc, label, opts, secrets, check_agent_environ, None).await
+}
+
+/// [`watched_run`], stopped with SIGTERM after `stop_after` (a reboot) when
+/// given.
+async fn watched_run_until(
+    sc: &Scenario,
+    label: &str,
+    opts: &AgentOpts,
+    secrets: &[(&'static str, String)],
+    check_agent_environ: bool,
+    stop_after: Option<Duration>,
+) -> (Seen, AgentRun) {
     let bundle = sc
         .data_dir
         .join("bundles")
@@ -327,6 +340,14 @@ async fn watched_run(
     let running = sc.spawn_agent(label, opts);
     let pid = running.pid().expect("agent pid");
     let watch = Watch::start(pid, bundle, secrets.to_vec(), check_agent_environ);
+    if let Some(after) = stop_after {
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        });
+    }
     let run = sc.wait_agent(running).await;
     let mut seen = watch.finish();
     for (stream, bytes) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
@@ -463,12 +484,14 @@ async fn no_secret_in_anything_the_agent_emits_over_both_boots() {
     );
     let contract_before: Vec<PathBuf> = all_files(&sc.config_dir);
 
-    let (seen, run) = watched_run(
+    // The budget spans both boots; the reboot (SIGTERM) ends the first.
+    let (seen, run) = watched_run_until(
         &sc,
         "first boot, trace",
-        &with_journal(at_trace(&sc, trace_opts("3s", None)), &sc, &plant),
+        &with_journal(at_trace(&sc, trace_opts("60s", None)), &sc, &plant),
         &secrets,
         true,
+        Some(Duration::from_secs(3)),
     )
     .await;
     run.assert_code(0);

@@ -6,6 +6,7 @@
 //! (`/v2/infra-envs/{id}/hosts/{host_id}`) is user-auth only on the real
 //! service, so the host is found in its infra-env's list instead.
 
+pub mod host_list;
 mod retry;
 mod types;
 
@@ -27,8 +28,6 @@ use crate::proxy::{ProxySettings, ProxyUrl};
 /// Base path of the v2 API under the service URL.
 pub const API_PREFIX: &str = "api/assisted-install/v2/";
 const AGENT_AUTH_HEADER: &str = "X-Secret-Key";
-/// A host list is a few KiB per host; this bounds a broken or hostile answer.
-const MAX_LIST_BYTES: usize = 32 << 20;
 /// Error bodies are read only to quote their reason.
 const MAX_ERROR_BYTES: usize = 64 << 10;
 const MAX_REASON_CHARS: usize = 300;
@@ -305,31 +304,51 @@ impl Client {
         host_id: Uuid,
         deadline: Option<Instant>,
     ) -> Result<Host, ApiError> {
-        let operation = "listing the infra-env's hosts";
-        let hosts = self
+        self.find_host_in(HostScope::InfraEnv(infra_env_id), host_id, deadline)
+            .await
+    }
+
+    /// Our host from the infra-env's or the cluster's host list (both agent
+    /// auth; the cluster's names each host's infra-env, which the upstream
+    /// unit's environment lacks). The list is streamed, see [`host_list`].
+    pub async fn find_host_in(
+        &self,
+        scope: HostScope,
+        host_id: Uuid,
+        deadline: Option<Instant>,
+    ) -> Result<Host, ApiError> {
+        let (operation, path) = match scope {
+            HostScope::InfraEnv(id) => (
+                "listing the infra-env's hosts",
+                format!("infra-envs/{id}/hosts"),
+            ),
+            HostScope::Cluster(id) => (
+                "listing the cluster's hosts",
+                format!("clusters/{id}/hosts"),
+            ),
+        };
+        let scan = self
             .retry
             .run(deadline, |_| async {
-                let request = self.request(
-                    Method::GET,
-                    self.url(&format!("infra-envs/{infra_env_id}/hosts")),
-                );
+                let request = self.request(Method::GET, self.url(&path));
                 let response = self.send(operation, request).await?;
-                let body = success_body(operation, response, MAX_LIST_BYTES).await?;
-                serde_json::from_slice::<Vec<Host>>(&body).map_err(|err| ApiError::Decode {
-                    operation: operation.to_owned(),
-                    detail: format!("not a list of hosts: {err}"),
-                })
+                if !response.status().is_success() {
+                    return success_body(operation, response, MAX_ERROR_BYTES)
+                        .await
+                        .and_then(|_| unreachable_success(operation));
+                }
+                scan_host_list(operation, response, host_id).await
             })
             .await?;
-        hosts
-            .into_iter()
-            .find(|h| h.id == host_id)
-            .ok_or_else(|| ApiError::Status {
-                operation: operation.to_owned(),
-                status: StatusCode::NOT_FOUND,
-                reason: format!("host {host_id} is not in infra-env {infra_env_id}"),
-                retry_after: None,
-            })
+        scan.host.ok_or_else(|| ApiError::Status {
+            operation: operation.to_owned(),
+            status: StatusCode::NOT_FOUND,
+            reason: format!(
+                "host {host_id} is not among the {} hosts of {scope}",
+                scan.elements
+            ),
+            retry_after: None,
+        })
     }
 
     /// `PUT /v2/infra-envs/{infra_env_id}/hosts/{host_id}/progress`.
@@ -373,8 +392,11 @@ impl Client {
         let mut url = self.url(&format!("clusters/{}/logs", target.cluster_id));
         url.query_pairs_mut()
             .append_pair("logs_type", &target.logs_type)
-            .append_pair("host_id", &target.host_id.to_string())
-            .append_pair("infra_env_id", &target.infra_env_id.to_string());
+            .append_pair("host_id", &target.host_id.to_string());
+        if let Some(infra_env_id) = target.infra_env_id {
+            url.query_pairs_mut()
+                .append_pair("infra_env_id", &infra_env_id.to_string());
+        }
         let response = self
             .send(&operation, self.request(Method::POST, url).multipart(form))
             .await?;
@@ -384,12 +406,102 @@ impl Client {
     }
 }
 
+/// Which host list to look in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostScope {
+    InfraEnv(Uuid),
+    Cluster(Uuid),
+}
+
+impl std::fmt::Display for HostScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostScope::InfraEnv(id) => write!(f, "infra-env {id}"),
+            HostScope::Cluster(id) => write!(f, "cluster {id}"),
+        }
+    }
+}
+
+fn unreachable_success<T>(operation: &str) -> Result<T, ApiError> {
+    Err(ApiError::Decode {
+        operation: operation.to_owned(),
+        detail: "unexpected answer".into(),
+    })
+}
+
+/// Streams a 2xx host list into the parser on a blocking thread, at most
+/// [`host_list::MAX_LIST_BYTES`].
+async fn scan_host_list(
+    operation: &str,
+    mut response: Response,
+    host_id: Uuid,
+) -> Result<host_list::Scan, ApiError> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    let parser = tokio::task::spawn_blocking(move || {
+        host_list::find_in_host_list(
+            host_list::ChunkReader::new(rx),
+            host_id,
+            host_list::MAX_LIST_HOSTS,
+        )
+    });
+    let mut total: u64 = 0;
+    let mut over = false;
+    let mut transport = None;
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                total += chunk.len() as u64;
+                if total > host_list::MAX_LIST_BYTES {
+                    over = true;
+                    break;
+                }
+                // The parser stopped early (an error): no need to read on.
+                if tx.send(chunk.to_vec()).await.is_err() {
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(err) => {
+                transport = Some(ApiError::transport(operation, err));
+                break;
+            }
+        }
+    }
+    drop(tx);
+    let parsed = parser.await;
+    if over {
+        return Err(ApiError::Decode {
+            operation: operation.to_owned(),
+            detail: format!(
+                "host list larger than {} MiB; refusing to read further",
+                host_list::MAX_LIST_BYTES >> 20
+            ),
+        });
+    }
+    if let Some(err) = transport {
+        return Err(err);
+    }
+    match parsed {
+        Ok(Ok(scan)) => Ok(scan),
+        Ok(Err(err)) => Err(ApiError::Decode {
+            operation: operation.to_owned(),
+            detail: err.to_string(),
+        }),
+        Err(join) => Err(ApiError::Decode {
+            operation: operation.to_owned(),
+            detail: format!("host list parser failed: {join}"),
+        }),
+    }
+}
+
 /// Where a bundle goes.
 #[derive(Debug, Clone)]
 pub struct UploadTarget {
     pub cluster_id: Uuid,
     pub host_id: Uuid,
-    pub infra_env_id: Uuid,
+    /// Sent for the record only (upstream ignores it); unknown until the
+    /// host list named it when only the cluster was configured.
+    pub infra_env_id: Option<Uuid>,
     pub logs_type: String,
 }
 

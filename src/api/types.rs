@@ -21,6 +21,9 @@ pub struct Host {
     pub role: Option<String>,
     #[serde(default)]
     pub bootstrap: bool,
+    /// `Host` or `AddToExistingClusterHost` (day 2).
+    #[serde(default)]
+    pub kind: Option<String>,
     #[serde(default)]
     pub requested_hostname: Option<String>,
     #[serde(default)]

@@ -1047,3 +1047,123 @@ pub async fn wait_for_state(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+// ---------------------------------------------------------------------------
+// Install flows: the host's signal files, reboots, big host lists
+
+/// Files the machine-config daemon and the single-node bootstrap leave on a
+/// host (src/flow.rs names their upstream writers).
+pub const MC_ENCAPSULATED: &str = "/etc/ignition-machine-config-encapsulated.json";
+pub const MC_ENCAPSULATED_BAK: &str = "/etc/ignition-machine-config-encapsulated.json.bak";
+pub const NODE_ANNOTATIONS: &str = "/etc/machine-config-daemon/node-annotations.json";
+pub const BOOTSTRAP_IN_PLACE_KUBECONFIG: &str = "/etc/kubernetes/bootstrap-secrets/kubeconfig";
+
+impl Scenario {
+    /// Writes `absolute` under the scenario's root.
+    pub fn put_host_file(&self, absolute: &str, content: &str) {
+        let path = self.root.join(absolute.trim_start_matches('/'));
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, content).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    pub fn remove_host_file(&self, absolute: &str) {
+        let path = self.root.join(absolute.trim_start_matches('/'));
+        std::fs::remove_file(&path).unwrap_or_else(|e| panic!("rm {}: {e}", path.display()));
+    }
+
+    /// The host as Ignition left it from the machine config server: the
+    /// encapsulated config waits for machine-config-daemon-firstboot.
+    pub fn firstboot_pending(&self) {
+        self.put_host_file(NODE_ANNOTATIONS, "{}");
+        self.put_host_file(MC_ENCAPSULATED, "{}");
+    }
+
+    /// Firstboot found nothing to change (the installer wrote the release's
+    /// OS image): it deletes the encapsulated config and skips the reboot.
+    pub fn firstboot_applied_in_place(&self) {
+        self.put_host_file(NODE_ANNOTATIONS, "{}");
+        let path = self.root.join(MC_ENCAPSULATED.trim_start_matches('/'));
+        let _ = std::fs::remove_file(path);
+    }
+
+    /// Firstboot applied a config that needs a reboot: renamed to `.bak`.
+    pub fn firstboot_applied_with_reboot(&self) {
+        let from = self.root.join(MC_ENCAPSULATED.trim_start_matches('/'));
+        let to = self.root.join(MC_ENCAPSULATED_BAK.trim_start_matches('/'));
+        std::fs::rename(from, to).expect("rename encapsulated config");
+    }
+
+    /// Stops a running agent as systemd does at shutdown or reboot (SIGTERM)
+    /// and waits for it.
+    pub async fn stop_agent(&self, running: Running) -> AgentRun {
+        if let Some(pid) = running.pid() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+        self.wait_agent(running).await
+    }
+
+    /// Every contract file and the unit are gone (the job is over).
+    pub fn assert_cleaned_up(&self, what: &str) {
+        assert!(!self.config_dir.exists(), "{what}: config dir still there");
+        assert!(!self.state_dir.exists(), "{what}: state dir still there");
+        assert!(
+            self.disabled_unit(),
+            "{what}: no `systemctl disable {UNIT}`; systemctl calls: {:?}",
+            self.systemctl_calls()
+        );
+    }
+
+    /// Nothing removed, unit still enabled (the host may boot again).
+    pub fn assert_not_cleaned_up(&self, what: &str) {
+        assert!(
+            self.config_dir.join("pull-secret").exists(),
+            "{what}: the pull secret is gone"
+        );
+        assert!(
+            !self.disabled_unit(),
+            "{what}: unit disabled: {:?}",
+            self.systemctl_calls()
+        );
+    }
+}
+
+/// A seed whose host list holds `others` hosts before ours, each with a
+/// hostname of `pad` bytes standing in for a real host's inventory.
+pub fn seed_with_many_hosts(
+    agent_token: &str,
+    host: &HostSeed,
+    others: usize,
+    pad: usize,
+) -> Value {
+    let mut seed = seed_json(agent_token, host);
+    let ours = seed["hosts"][0].clone();
+    let name = "h".repeat(pad);
+    let mut hosts: Vec<Value> = (0..others)
+        .map(|i| {
+            json!({
+                "id": format!("00000000-0000-4000-8000-{i:012}"),
+                "infra_env_id": INFRA_ENV_ID,
+                "cluster_id": CLUSTER_ID,
+                "requested_hostname": name,
+                "role": "worker",
+                "status": "installing-in-progress",
+                "current_stage": "Rebooting",
+            })
+        })
+        .collect();
+    hosts.push(ours);
+    seed["hosts"] = Value::Array(hosts);
+    seed
+}
+
+/// Peak resident memory of a live process (`VmHWM`), in KiB.
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
