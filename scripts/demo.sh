@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Demo: one installing host's two boots from disk, reported by
-# assisted-boot-reporter to the mock assisted-service.
+# Demo: two installing hosts reported by assisted-boot-reporter to the mock
+# assisted-service: master-0 in the classic flow (pointer-ignition boot,
+# reboot, control-plane boot) and master-1 in today's single-boot flow
+# (machine-config-daemon-firstboot applies the config in place, no reboot).
 #
 #   scripts/demo.sh                      # run and tear down
 #   DEMO_HOLD_SECONDS=600 scripts/demo.sh  # keep the mock (and its page) up afterwards
@@ -9,8 +11,9 @@
 # root under tests/fixtures/root and the host commands (journalctl, ip,
 # crictl, systemctl) are the fakes under tests/fixtures/bin, so nothing on
 # this machine is read or changed.
-# Exits non-zero unless the host ends at "Booted with control plane ignition"
-# with a host_boot bundle stored.
+# Exits non-zero unless both hosts end at "Booted with control plane
+# ignition" with a host_boot bundle stored, and master-1's reporter left
+# during its one boot.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,6 +65,7 @@ token=$(seed_field 'd["agent_token"]')
 cluster_id=$(seed_field 'd["clusters"][0]["id"]')
 infra_env_id=$(seed_field 'd["infra_envs"][0]["id"]')
 host_id=$(seed_field 'd["hosts"][0]["id"]')
+single_host_id=$(seed_field 'd["hosts"][1]["id"]')
 
 say "starting the mock assisted-service (seed $seed)"
 "$mock" --listen 127.0.0.1:0 --seed "$seed" --data-dir "$tmp/data" >"$tmp/mock.out" 2>"$tmp/mock.log" &
@@ -77,14 +81,22 @@ echo "status page: $base/"
 
 # The host: a copy of the fixture root, the discovery contract the discovery
 # agent would have left, and the agent's state dir.
-cp -R "$repo/tests/fixtures/root" "$tmp/root"
-mkdir -p "$tmp/config" "$tmp/state" "$tmp/home"
-printf '%s\n' "$base" >"$tmp/config/service-url"
-printf '%s\n' "$infra_env_id" >"$tmp/config/infra-env-id"
-printf '%s\n' "$host_id" >"$tmp/config/host-id"
-printf '%s\n' "$cluster_id" >"$tmp/config/cluster-id"
-(umask 077 && printf '{"auths":{"cloud.openshift.com":{"auth":"%s","email":"demo@example.com"}}}\n' "$token" \
-    >"$tmp/config/pull-secret")
+# make_host DIR HOST_ID: the host's root, contract and state under DIR.
+make_host() {
+    local dir=$1 id=$2
+    mkdir -p "$dir"
+    cp -R "$repo/tests/fixtures/root" "$dir/root"
+    mkdir -p "$dir/config" "$dir/state"
+    printf '%s\n' "$base" >"$dir/config/service-url"
+    printf '%s\n' "$infra_env_id" >"$dir/config/infra-env-id"
+    printf '%s\n' "$id" >"$dir/config/host-id"
+    printf '%s\n' "$cluster_id" >"$dir/config/cluster-id"
+    (umask 077 && printf '{"auths":{"cloud.openshift.com":{"auth":"%s","email":"demo@example.com"}}}\n' "$token" \
+        >"$dir/config/pull-secret")
+}
+mkdir -p "$tmp/home"
+make_host "$tmp" "$host_id"
+host_dir=$tmp
 
 kubelet_url="http://127.0.0.1:9/healthz" # nothing listens there until the second boot
 
@@ -97,7 +109,7 @@ run_agent() {
     env -i PATH="$fake_bin:/usr/local/bin:/usr/bin:/bin" HOME="$tmp/home" \
         FAKE_SYSTEMCTL_LOG="$tmp/systemctl.log" \
         "$agent" run \
-        --config-dir "$tmp/config" --state-dir "$tmp/state" --root "$tmp/root" \
+        --config-dir "$host_dir/config" --state-dir "$host_dir/state" --root "$host_dir/root" \
         --upload-interval 2s --timeout "$timeout" \
         --retry-initial-delay 200ms --retry-max-delay 1s --retry-attempts 3 \
         --command-timeout 10s --kubelet-healthz-url "$kubelet_url" &
@@ -111,12 +123,13 @@ run_agent() {
 }
 
 show_host() {
+    local id=${1:-$host_id}
     curl -fsS "$base/admin/state" | python3 -c '
 import json, sys
 state = json.load(sys.stdin)
 host = next(h for h in state["hosts"] if h["id"] == sys.argv[1])
 print("host %s: status %s, stage %r, progress_info %r" % (host["id"], host["status"], host["current_stage"], host["progress_info"]))
-' "$host_id"
+' "$id"
 }
 
 show_host
@@ -153,39 +166,67 @@ echo "kubelet healthz at $kubelet_url"
 
 run_agent "second boot from disk" 120s
 
+say "master-1: single-boot install (MCO reboot skipped), its one boot from disk"
+make_host "$tmp/master-1" "$single_host_id"
+host_dir=$tmp/master-1
+# Ignition left the machine config for machine-config-daemon-firstboot.
+mkdir -p "$host_dir/root/etc/machine-config-daemon"
+echo '{}' >"$host_dir/root/etc/machine-config-daemon/node-annotations.json"
+echo '{}' >"$host_dir/root/etc/ignition-machine-config-encapsulated.json"
+show_host "$single_host_id"
+(
+    sleep 5
+    echo "firstboot: the config matches the booted OS; applied in place, reboot skipped"
+    rm -f "$host_dir/root/etc/ignition-machine-config-encapsulated.json"
+) &
+pids+=($!)
+run_agent "master-1, the only boot from disk (kubelet healthy once the config is applied)" 120s
+show_host "$single_host_id"
+
 say "stage history and bundles"
 curl -fsS "$base/admin/state" >"$tmp/state.json"
 verdict=0
-python3 - "$tmp/state.json" "$host_id" <<'EOF' || verdict=$?
+python3 - "$tmp/state.json" "$host_id" "$single_host_id" <<'EOF' || verdict=$?
 import json, sys
 state = json.load(open(sys.argv[1]))
-host = next(h for h in state["hosts"] if h["id"] == sys.argv[2])
-print("stage history:")
-for e in host.get("stage_history", []):
-    info = f"  ({e['progress_info']})" if e.get("progress_info") else ""
-    print(f"  {e.get('at', '')}  {e['stage']}{info}")
-print("bundles:")
-for b in host.get("bundles", []):
-    print(f"  {b['logs_type']}: {b['size']} bytes, {b['uploads']} upload(s), last {b['uploaded_at']}, "
-          f"valid={b['valid']}, {len(b.get('members', []))} members")
-    for m in b.get("members", [])[:80]:
-        print(f"      {m}")
+
+
+def show(host):
+    print(f"host {host['requested_hostname']} ({host['id']}):")
+    print("  stage history:")
+    for e in host.get("stage_history", []):
+        info = f"  ({e['progress_info']})" if e.get("progress_info") else ""
+        print(f"    {e.get('at', '')}  {e['stage']}{info}")
+    print("  bundles:")
+    for b in host.get("bundles", []):
+        print(f"    {b['logs_type']}: {b['size']} bytes, {b['uploads']} upload(s), last {b['uploaded_at']}, "
+              f"valid={b['valid']}, {len(b.get('members', []))} members")
+        for m in b.get("members", [])[:80]:
+            print(f"        {m}")
+    ok = True
+    if host["current_stage"] != "Booted with control plane ignition":
+        print(f"FAIL: final stage is {host['current_stage']!r}, expected 'Booted with control plane ignition'")
+        ok = False
+    boot = [b for b in host.get("bundles", []) if b["logs_type"] == "host_boot"]
+    if not boot or boot[0]["uploads"] < 1:
+        print("FAIL: no host_boot bundle arrived")
+        ok = False
+    return ok
+
+
 ok = True
-if host["current_stage"] != "Booted with control plane ignition":
-    print(f"FAIL: final stage is {host['current_stage']!r}, expected 'Booted with control plane ignition'")
-    ok = False
-boot = [b for b in host.get("bundles", []) if b["logs_type"] == "host_boot"]
-if not boot or boot[0]["uploads"] < 1:
-    print("FAIL: no host_boot bundle arrived")
-    ok = False
+for host_id in sys.argv[2:]:
+    ok = show(next(h for h in state["hosts"] if h["id"] == host_id)) and ok
 sys.exit(0 if ok else 1)
 EOF
 
 say "cleanup on the host"
 # The collectors' read-only `systemctl list-units` / `status` calls are left out.
 echo "systemctl calls that change something: $(grep -Ev '^(list-units|status) ' "$tmp/systemctl.log" 2>/dev/null | paste -sd ';' - || true)"
-for d in config state; do
-    if [[ -e $tmp/$d ]]; then echo "$d dir: still there"; else echo "$d dir: removed"; fi
+for h in "master-0:$tmp" "master-1:$tmp/master-1"; do
+    for d in config state; do
+        if [[ -e ${h#*:}/$d ]]; then echo "${h%%:*} $d dir: still there"; else echo "${h%%:*} $d dir: removed"; fi
+    done
 done
 
 if ((hold > 0)); then

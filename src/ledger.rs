@@ -177,7 +177,11 @@ impl Ledger {
                 .first()
                 .and_then(|b| humantime::parse_rfc3339(&b.first_seen).ok())
                 .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-                .map_or(now_unix, |d| d.as_secs_f64())
+                .map(|d| d.as_secs_f64())
+                // `first_seen` is stored to the second: a boot seen in this
+                // very run would lose up to a second of the budget to it.
+                .filter(|seen| now_unix - seen >= 1.0)
+                .unwrap_or(now_unix)
         });
         let floor = self.spent_checkpoint_secs.max(0.0);
         let mut warning = None;

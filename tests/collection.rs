@@ -181,16 +181,19 @@ fn giant_journal_keeps_its_newest_part_with_flat_memory() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 
-    // Memory stays far below the member cap, let alone the journal: members
-    // wait in the spill file, not in RAM.
+    // Memory stays flat, far below the journal: members wait in the spill
+    // file, not in RAM. The bound is the 32 MiB memory budget of a bundle
+    // (docs/benchmarks.md) less a margin; the redaction automaton and the
+    // diagnosis engine's tables are part of what it holds.
     let peak = peak_rss_kib(&got.stderr);
     eprintln!(
         "peak RSS {peak} KiB for a {} MiB journal",
         journal_bytes >> 20
     );
     assert!(
-        peak < (member_cap >> 10),
-        "peak RSS {peak} KiB is not below the 16 MiB member cap: {}",
+        peak < 24 << 10,
+        "peak RSS {peak} KiB is not below 24 MiB for a {} MiB journal: {}",
+        journal_bytes >> 20,
         got.stderr
     );
 }
