@@ -1000,7 +1000,9 @@ async fn connection_reset_in_the_middle_of_an_upload() {
     .await;
     let watcher = BundleWatcher::start(bundle_path(&sc));
     let k = Knobs {
-        timeout: "4s",
+        // Longer than the run: a budget running out would cut the third
+        // upload mid-body, which is another test's business.
+        timeout: "600s",
         // Enough journal that 64 KiB (where the mock hangs up) is mid-body.
         // The request covers the bundle's collection too.
         request_timeout: "30s",
@@ -1010,7 +1012,8 @@ async fn connection_reset_in_the_middle_of_an_upload() {
         ],
         ..Knobs::default()
     };
-    let run = sc.run_agent("reset", &opts(&sc, &k)).await;
+    let running = sc.spawn_agent("reset", &opts(&sc, &k));
+    let run = stop_after_first_bundle(&sc, running).await;
     let stored = watcher.stop();
     let requests = api_requests(&base).await;
     let uploads: Vec<u64> = log_uploads(&requests).into_iter().map(status_of).collect();
