@@ -117,7 +117,12 @@ fn syslog_prefix(line: &str) -> Option<&str> {
     ];
     let head = line.get(..16)?;
     let b = head.as_bytes();
-    if !MONTHS.contains(&&head[..3]) || b[3] != b' ' || b[9] != b':' || b[12] != b':' {
+    // `get`, not indexing: a multi-byte character may straddle byte 3.
+    if !head.get(..3).is_some_and(|m| MONTHS.contains(&m))
+        || b[3] != b' '
+        || b[9] != b':'
+        || b[12] != b':'
+    {
         return None;
     }
     (b[15] == b' ').then(|| &line[16..])
@@ -195,6 +200,16 @@ pub fn shorten(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_character_straddling_the_month_is_not_a_syslog_prefix() {
+        // Found by fuzz/fuzz_targets/diagnose.rs: '\u{fffd}' (3 bytes) at
+        // byte 2 made the month slice panic.
+        let line = "20\u{fffd}25-02-03T09:e55:01 master-0 x: y";
+        assert_eq!(syslog_prefix(line), None);
+        let _ = parse(line);
+        assert_eq!(syslog_prefix("Feb 03 10:04:01 h x: y"), Some("h x: y"));
+    }
 
     #[test]
     fn journal_prefix_gives_time_ident_and_message() {
