@@ -234,40 +234,42 @@ async fn member(
     .await
 }
 
-/// `manifest.json` right under the bundle's top directory.
-fn is_manifest(path: &str) -> bool {
+/// `file` right under the bundle's top directory (or at the root).
+fn is_top_level(path: &str, file: &str) -> bool {
     let parts: Vec<&str> = path.trim_start_matches("./").split('/').collect();
-    matches!(parts.as_slice(), ["manifest.json"] | [_, "manifest.json"])
+    match parts.as_slice() {
+        [name] | [_, name] => *name == file,
+        _ => false,
+    }
+}
+
+/// The parsed JSON of the top-level member `file`, if the bundle has one.
+fn top_level_json(archive: std::fs::File, file: &str) -> Result<Option<Value>, ApiError> {
+    let mut found = None;
+    scan(archive, |name, entry| {
+        if !is_top_level(name, file) {
+            return Ok(true);
+        }
+        let bytes = read_capped(entry, MAX_JSON_BYTES)?;
+        found = Some(serde_json::from_slice(&bytes).map_err(|e| {
+            ApiError::Error(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                format!("{name} does not parse: {e}"),
+            )
+        })?);
+        Ok(false)
+    })?;
+    Ok(found)
 }
 
 async fn manifest(State(st): State<Shared>, key: KeyPath) -> Result<Json<Value>, ApiError> {
     let path = stored_path(&st, key)?;
     with_archive(path, |archive| {
-        let mut found = None;
-        scan(archive, |name, entry| {
-            if !is_manifest(name) {
-                return Ok(true);
-            }
-            let bytes = read_capped(entry, MAX_JSON_BYTES)?;
-            found = Some(serde_json::from_slice(&bytes).map_err(|e| {
-                ApiError::Error(
-                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                    format!("{name} does not parse: {e}"),
-                )
-            })?);
-            Ok(false)
-        })?;
-        found
+        top_level_json(archive, "manifest.json")?
             .map(Json)
             .ok_or_else(|| ApiError::not_found("the bundle has no manifest.json"))
     })
     .await
-}
-
-/// `diagnosis.json` right under the bundle's top directory.
-fn is_diagnosis(path: &str) -> bool {
-    let parts: Vec<&str> = path.trim_start_matches("./").split('/').collect();
-    matches!(parts.as_slice(), ["diagnosis.json"] | [_, "diagnosis.json"])
 }
 
 /// The agent's `diagnosis.json` (findings, most likely cause first); a
@@ -276,23 +278,10 @@ fn is_diagnosis(path: &str) -> bool {
 async fn diagnosis(State(st): State<Shared>, key: KeyPath) -> Result<Json<Value>, ApiError> {
     let path = stored_path(&st, key)?;
     with_archive(path, |archive| {
-        let mut found = None;
-        scan(archive, |name, entry| {
-            if !is_diagnosis(name) {
-                return Ok(true);
-            }
-            let bytes = read_capped(entry, MAX_JSON_BYTES)?;
-            found = Some(serde_json::from_slice(&bytes).map_err(|e| {
-                ApiError::Error(
-                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                    format!("{name} does not parse: {e}"),
-                )
-            })?);
-            Ok(false)
-        })?;
-        Ok(Json(found.unwrap_or_else(
-            || serde_json::json!({"findings": [], "absent": true}),
-        )))
+        Ok(Json(
+            top_level_json(archive, "diagnosis.json")?
+                .unwrap_or_else(|| serde_json::json!({"findings": [], "absent": true})),
+        ))
     })
     .await
 }
@@ -347,9 +336,12 @@ mod tests {
 
     #[test]
     fn paths_that_count() {
-        assert!(is_manifest("host_boot/manifest.json"));
-        assert!(is_manifest("manifest.json"));
-        assert!(!is_manifest("host_boot/records/manifest.json"));
+        assert!(is_top_level("host_boot/manifest.json", "manifest.json"));
+        assert!(is_top_level("manifest.json", "manifest.json"));
+        assert!(!is_top_level(
+            "host_boot/records/manifest.json",
+            "manifest.json"
+        ));
         assert_eq!(
             record_service("host_boot/records/bootkube.json"),
             Some("bootkube")

@@ -647,34 +647,8 @@ impl Members<'_> {
     {
         let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let source = command_line(program, &args);
-        let budget = self.budget(opts);
-        if budget.bytes == 0 {
-            self.record_skip(path, source, budget.reason.to_owned());
+        let Some(limits) = self.limits(path, &source, opts, "killed") else {
             return Ok(());
-        }
-        let left = self.time_left();
-        if left.is_zero() {
-            let reason = self.time_limit_reason();
-            self.record_skip(path, source, reason);
-            return Ok(());
-        }
-        let (timeout, why) = if left < self.ctx.command_timeout {
-            (left, format!("killed at the {TIME_LIMIT_REASON}"))
-        } else {
-            (
-                self.ctx.command_timeout,
-                format!(
-                    "killed after the {} command timeout",
-                    humantime::format_duration(self.ctx.command_timeout)
-                ),
-            )
-        };
-        let limits = CommandLimits {
-            budget,
-            scanner: self.sink.scanner(path),
-            mode: opts.mode,
-            timeout,
-            timeout_reason: why,
         };
         let mut captured = capture_command(self.ctx, program, &args, source, limits);
         adjust(&mut captured);
@@ -690,38 +664,54 @@ impl Members<'_> {
     pub fn file_with(&mut self, path: &str, host: &str, opts: Opts) -> io::Result<()> {
         let real = self.ctx.host_path(Path::new(host));
         let source = real.display().to_string();
+        // A read stuck on a hung filesystem is bounded like a command.
+        let Some(limits) = self.limits(path, &source, opts, "reading stopped") else {
+            return Ok(());
+        };
+        let captured = capture_file(self.ctx, host, source, limits);
+        self.add(path, captured)
+    }
+
+    /// The limits of one command or file read for member `path`: its size
+    /// budget and the command timeout, cut to what is left of the collector's
+    /// time (`stopped` says what happens at the end: "killed", "reading
+    /// stopped"). `None` when nothing is left of either; the skip is recorded.
+    fn limits(
+        &mut self,
+        path: &str,
+        source: &str,
+        opts: Opts,
+        stopped: &str,
+    ) -> Option<CommandLimits> {
         let budget = self.budget(opts);
         if budget.bytes == 0 {
-            self.record_skip(path, source, budget.reason.to_owned());
-            return Ok(());
+            self.record_skip(path, source.to_owned(), budget.reason.to_owned());
+            return None;
         }
         let left = self.time_left();
         if left.is_zero() {
             let reason = self.time_limit_reason();
-            self.record_skip(path, source, reason);
-            return Ok(());
+            self.record_skip(path, source.to_owned(), reason);
+            return None;
         }
-        // A read stuck on a hung filesystem is bounded like a command.
-        let (timeout, why) = if left < self.ctx.command_timeout {
-            (left, format!("reading stopped at the {TIME_LIMIT_REASON}"))
+        let (timeout, timeout_reason) = if left < self.ctx.command_timeout {
+            (left, format!("{stopped} at the {TIME_LIMIT_REASON}"))
         } else {
             (
                 self.ctx.command_timeout,
                 format!(
-                    "reading stopped after the {} command timeout",
+                    "{stopped} after the {} command timeout",
                     humantime::format_duration(self.ctx.command_timeout)
                 ),
             )
         };
-        let limits = CommandLimits {
+        Some(CommandLimits {
             budget,
             scanner: self.sink.scanner(path),
             mode: opts.mode,
             timeout,
-            timeout_reason: why,
-        };
-        let captured = capture_file(self.ctx, host, source, limits);
-        self.add(path, captured)
+            timeout_reason,
+        })
     }
 
     /// Stores content the agent produced itself (summaries). Not truncated:
