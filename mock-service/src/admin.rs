@@ -19,11 +19,12 @@ use crate::api::{bundle_filename, serve_bundle};
 use crate::browse::parse_key;
 use crate::error::ApiError;
 use crate::faults::Fault;
-use crate::model::{self, fmt_time, Mode, ProgressError, Stage, World};
+use crate::model::{self, Mode, ProgressError, Stage, World};
 use crate::requests::RequestRecord;
+use crate::rfc3339::fmt_time;
 use crate::seed::{is_known_status, Seed};
+use crate::state::Shared;
 use crate::store::{self, BundleMeta};
-use crate::Shared;
 
 pub fn router() -> Router<Shared> {
     Router::new()

@@ -23,11 +23,11 @@ use uuid::Uuid;
 
 use crate::error::{error_body, ApiError};
 use crate::faults::Endpoint;
-use crate::model::{self, BundleKey, Host, ProgressError, Stage, World};
+use crate::model::{self, Host, ProgressError, Stage, World};
 use crate::requests::BodyCapture;
 use crate::server::ConnKill;
-use crate::store::{self, BundleMeta, TempUpload};
-use crate::Shared;
+use crate::state::Shared;
+use crate::store::{self, BundleKey, BundleMeta, TempUpload};
 
 /// How much of an upload a `drop_connection` fault reads before hanging up,
 /// so the agent sees a connection lost mid-body rather than before it.
@@ -178,7 +178,7 @@ fn scheme_passes(world: &World, scheme: Scheme, headers: &HeaderMap, q: &Query) 
 /// On the hosted service an agent key that is refused, or reaches a
 /// resource its owner does not own, gets 404 "Object Not Found".
 fn authorize(
-    st: &crate::AppState,
+    st: &crate::state::AppState,
     world: &World,
     allowed: &[Scheme],
     headers: &HeaderMap,
@@ -256,7 +256,7 @@ fn query_uuid(q: &Query, name: &str) -> Result<Option<Uuid>, ApiError> {
         .transpose()
 }
 
-fn logs_type_param(q: &Query, st: &crate::AppState) -> Result<Option<String>, ApiError> {
+fn logs_type_param(q: &Query, st: &crate::state::AppState) -> Result<Option<String>, ApiError> {
     match q.get("logs_type") {
         None => Ok(None),
         Some(t) if model::logs_types(st.mode).contains(&t.as_str()) => Ok(Some(t.clone())),
@@ -265,7 +265,10 @@ fn logs_type_param(q: &Query, st: &crate::AppState) -> Result<Option<String>, Ap
 }
 
 /// The download's own enum, which also has `all`.
-fn download_logs_type_param(q: &Query, st: &crate::AppState) -> Result<Option<String>, ApiError> {
+fn download_logs_type_param(
+    q: &Query,
+    st: &crate::state::AppState,
+) -> Result<Option<String>, ApiError> {
     match q.get("logs_type") {
         None => Ok(None),
         Some(t) if model::download_logs_types(st.mode).contains(&t.as_str()) => Ok(Some(t.clone())),
@@ -784,7 +787,7 @@ fn host_logs_base(cluster: &model::Cluster, host: &Host) -> String {
 /// Upstream `PrepareHostLogFile`: the host's stored objects, `boot_` ones
 /// named apart. `None` when the host has none.
 fn host_tar_members(
-    st: &crate::AppState,
+    st: &crate::state::AppState,
     world: &World,
     cluster: &model::Cluster,
     host: &Host,
@@ -816,7 +819,7 @@ fn host_tar_members(
 
 /// Upstream `getLogFileForDownload` and `V2DownloadClusterLogs`.
 fn plan_download(
-    st: &crate::AppState,
+    st: &crate::state::AppState,
     world: &World,
     cluster_id: Uuid,
     host_id: Option<Uuid>,

@@ -17,10 +17,9 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::model::BundleKey;
-use crate::store::{self, bundle_reader};
+use crate::state::Shared;
+use crate::store::{self, bundle_reader, BundleKey};
 use crate::timeline::{self, Timeline};
-use crate::Shared;
 use bundle_reader::{Member, Next};
 
 /// Entries looked at per request; the agent writes a few hundred.

@@ -19,8 +19,10 @@ mod model;
 mod monitor;
 mod page;
 mod requests;
+mod rfc3339;
 mod seed;
 mod server;
+mod state;
 mod store;
 mod timeline;
 
@@ -37,6 +39,8 @@ pub use faults::{Endpoint, Fault};
 pub use model::{AgentToken, Cluster, HostKind, InfraEnv, Role};
 pub use seed::{Seed, SeedHost};
 pub use store::MAX_UPLOAD_BYTES;
+
+use state::{AppState, Shared};
 
 /// How to run the mock.
 #[derive(Clone, Debug)]
@@ -69,19 +73,6 @@ impl MockConfig {
         }
     }
 }
-
-/// State shared by all handlers.
-pub(crate) struct AppState {
-    pub mode: model::Mode,
-    pub data_dir: PathBuf,
-    pub max_upload_bytes: u64,
-    pub hosted: bool,
-    pub world: Mutex<model::World>,
-    pub faults: faults::FaultQueue,
-    pub journal: Arc<requests::Journal>,
-}
-
-pub(crate) type Shared = Arc<AppState>;
 
 /// A running mock. Dropping it without `shutdown` also stops it.
 pub struct MockServer {

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::store::BundleMeta;
+use crate::rfc3339::{fmt_time, ser_time};
+use crate::store::{BundleKey, BundleMeta};
 
 /// Base path of the public API; hrefs in host objects are built from it.
 pub const API_BASE: &str = "/api/assisted-install";
@@ -768,15 +769,6 @@ pub struct AgentToken {
     pub infra_env_id: Uuid,
 }
 
-/// Key of a stored bundle: one per (cluster, host, logs type). Controller
-/// logs are uploaded without a host and use `None`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct BundleKey {
-    pub cluster_id: Uuid,
-    pub host_id: Option<Uuid>,
-    pub logs_type: String,
-}
-
 /// Everything a seed or the API can change; replaced wholesale by a new seed.
 #[derive(Debug, Default)]
 pub struct World {
@@ -831,15 +823,6 @@ impl World {
             .map(|(k, m)| (k.logs_type.as_str(), m))
             .collect()
     }
-}
-
-pub fn fmt_time(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's serialize_with signature
-pub fn ser_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&fmt_time(*t))
 }
 
 #[cfg(test)]

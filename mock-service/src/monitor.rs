@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
-use crate::Shared;
+use crate::state::Shared;
 
 /// How often the monitor looks. Upstream looks every few seconds against
 /// timeouts of tens of minutes; at a high time scale the mock looks more

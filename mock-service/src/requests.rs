@@ -11,7 +11,7 @@ use std::time::{Instant, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::model::ser_time;
+use crate::rfc3339::ser_time;
 
 /// JSON bodies up to this size are kept whole; larger ones (or bodies that
 /// are not JSON) are only counted. Progress bodies are a few hundred bytes.

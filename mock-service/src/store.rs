@@ -8,7 +8,16 @@ use std::time::SystemTime;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::model::{ser_time, BundleKey};
+use crate::rfc3339::ser_time;
+
+/// Key of a stored bundle: one per (cluster, host, logs type). Controller
+/// logs are uploaded without a host and use `None`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BundleKey {
+    pub cluster_id: Uuid,
+    pub host_id: Option<Uuid>,
+    pub logs_type: String,
+}
 
 /// Real assisted-service limit on an uploaded logs file (swagger `maxLength`).
 pub const MAX_UPLOAD_BYTES: u64 = 262_144_000;
