@@ -19,9 +19,8 @@ use uuid::Uuid;
 use crate::api::{ApiError, Client, ClientSettings, Host, HostProgress, HostScope, UploadTarget};
 use crate::bundle::{BundleLimits, BundleMeta};
 use crate::cleanup::CleanupPlan;
-use crate::cli::{Cli, Command, RunArgs};
 use crate::collect::CollectContext;
-use crate::config::Config;
+use crate::config::{Config, Flags, Paths};
 use crate::flow::{self, Flow, HostSignals};
 use crate::kubelet::HealthProbe;
 use crate::ledger::{read_boot_id, read_uptime, Ledger};
@@ -59,27 +58,21 @@ const LOOKUPS_BEFORE_SHIPPING_BLIND: u32 = 3;
 /// Interval jitter (±10 %) spreads the hosts of a cluster installed together.
 const JITTER: f64 = 0.10;
 
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
-        Command::Run(args) => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
-            runtime.block_on(run_service(args));
-            // A collector thread blocked on a hung command must not hold the exit.
-            runtime.shutdown_timeout(Duration::from_secs(2));
-            Ok(ExitCode::SUCCESS)
-        }
-        // An admin tool, not the boot-time agent: its failures exit non-zero.
-        Command::Ignition(args) => Ok(crate::ignition::run(&args)),
-        // Interactive tools too: their failures exit 1 (`offline::EXIT_TOOL_FAILURE`).
-        Command::Collect(args) => Ok(crate::offline::collect_command(&args)),
-        Command::Inspect(args) => Ok(crate::offline::inspect_command(&args)),
-    }
+/// `run`: reports the boot and ships bundles until the job is over. Never
+/// fails the boot: every problem is logged and the process exits 0 (the
+/// unit's `Restart=` then has nothing to retry in a loop).
+pub fn run(flags: Flags) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(run_service(flags));
+    // A collector thread blocked on a hung command must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    Ok(ExitCode::SUCCESS)
 }
 
-async fn run_service(args: RunArgs) {
+async fn run_service(args: Flags) {
     if finish_interrupted_cleanup(&args) {
         return;
     }
@@ -93,11 +86,11 @@ async fn run_service(args: RunArgs) {
     };
     // Read once; every command the collectors run would inherit it otherwise.
     // Still single-threaded here (no blocking task has run yet).
-    std::env::remove_var(crate::config::env::TOKEN);
+    std::env::remove_var(crate::contract::env::TOKEN);
     // A proxy password in the environment would reach every command too.
-    for name in crate::config::env::HTTP_PROXY
+    for name in crate::contract::env::HTTP_PROXY
         .iter()
-        .chain(&crate::config::env::HTTPS_PROXY)
+        .chain(&crate::contract::env::HTTPS_PROXY)
     {
         std::env::remove_var(name);
     }
@@ -864,22 +857,15 @@ fn run_cleanup(plan: &CleanupPlan) {
 
 /// A cleanup cut short (killed, power lost) left its marker: finish it
 /// before anything else, since the contract may be half gone. True if so.
-fn finish_interrupted_cleanup(args: &RunArgs) -> bool {
-    let root = args
-        .root
-        .clone()
-        .unwrap_or_else(|| std::path::PathBuf::from("/"));
-    let state_dir = args
-        .state_dir
-        .clone()
-        .unwrap_or_else(|| crate::config::under_root(&root, crate::config::DEFAULT_STATE_DIR));
+fn finish_interrupted_cleanup(args: &Flags) -> bool {
+    let Paths {
+        root,
+        config_dir,
+        state_dir,
+    } = Paths::resolve(args);
     if !crate::cleanup::cleanup_interrupted(&state_dir) {
         return false;
     }
-    let config_dir = args
-        .config_dir
-        .clone()
-        .unwrap_or_else(|| crate::config::under_root(&root, crate::config::DEFAULT_CONFIG_DIR));
     tracing::info!("an earlier cleanup was interrupted; finishing it");
     run_cleanup(&CleanupPlan {
         config_dir,

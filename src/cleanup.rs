@@ -19,7 +19,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::config::files;
+use crate::contract::files;
 use crate::ledger::{write_atomic, LEDGER_FILE};
 
 pub const UNIT_NAME: &str = "assisted-boot-reporter.service";
@@ -61,8 +61,12 @@ impl CleanupPlan {
                 report.failures.push(format!("{err:#}"));
             }
         }
-        // The secret first; `host-id` (the unit's start condition) last.
-        for name in files::ALL.iter().filter(|n| **n != files::HOST_ID) {
+        // The secret first; `host-id` (the unit's start condition) after
+        // everything else, below.
+        let (last, first) = files::REMOVAL_ORDER
+            .split_last()
+            .expect("the contract has files");
+        for name in first {
             remove_file(&self.config_dir.join(name), &mut report);
         }
         for name in [
@@ -81,7 +85,7 @@ impl CleanupPlan {
         // unit restarts a killed reporter while `host-id` exists). After
         // `host-id` goes nothing starts the reporter again: what can remain
         // is the marker and two empty directories, never a secret.
-        remove_file(&self.config_dir.join(files::HOST_ID), &mut report);
+        remove_file(&self.config_dir.join(last), &mut report);
         remove_dir_if_empty(&self.config_dir, &mut report);
         remove_file(&self.state_dir.join(CLEANUP_MARKER), &mut report);
         remove_dir_if_empty(&self.state_dir, &mut report);

@@ -1,12 +1,17 @@
-//! Command-line surface: one clap derive struct per subcommand.
+//! Command-line surface: one clap derive struct per subcommand, and the
+//! dispatch from a parsed command line to the command that runs it.
 //!
-//! Only flags live here; merging them with the environment and the on-disk
-//! discovery contract is `config`'s job, so every field is optional.
+//! The top layer: nothing else imports it. Only flags live here; `run`'s are
+//! handed to `config` as plain [`Flags`], which merges them with the
+//! environment and the discovery contract, so every field is optional.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::Flags;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,6 +50,19 @@ pub enum Command {
     /// Print what matters in a host_boot bundle: collectors, failed units,
     /// the bootstrap services' timeline, redactions.
     Inspect(crate::offline::InspectArgs),
+}
+
+/// Runs the parsed command line. `Err` only when `run` cannot even start
+/// (the caller logs it and exits like a runtime failure).
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => crate::agent::run(args.into()),
+        // An admin tool, not the boot-time agent: its failures exit non-zero.
+        Command::Ignition(args) => Ok(crate::ignition::run(&args)),
+        // Interactive tools too: their failures exit 1 (`offline::EXIT_TOOL_FAILURE`).
+        Command::Collect(args) => Ok(crate::offline::collect_command(&args)),
+        Command::Inspect(args) => Ok(crate::offline::inspect_command(&args)),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -153,6 +171,59 @@ pub struct RunArgs {
     /// without the proxy, or `*` (env NO_PROXY).
     #[arg(long, value_name = "LIST")]
     pub no_proxy: Option<String>,
+}
+
+impl From<RunArgs> for Flags {
+    fn from(args: RunArgs) -> Self {
+        let RunArgs {
+            config_dir,
+            state_dir,
+            root,
+            service_url,
+            pull_secret_file,
+            infra_env_id,
+            host_id,
+            cluster_id,
+            upload_interval,
+            timeout,
+            cacert,
+            insecure,
+            kubelet_healthz_url,
+            logs_type,
+            command_timeout,
+            retry_initial_delay,
+            retry_max_delay,
+            retry_attempts,
+            request_timeout,
+            http_proxy,
+            https_proxy,
+            no_proxy,
+        } = args;
+        Flags {
+            config_dir,
+            state_dir,
+            root,
+            service_url,
+            pull_secret_file,
+            infra_env_id,
+            host_id,
+            cluster_id,
+            upload_interval,
+            timeout,
+            cacert,
+            insecure,
+            kubelet_healthz_url,
+            logs_type,
+            command_timeout,
+            retry_initial_delay,
+            retry_max_delay,
+            retry_attempts,
+            request_timeout,
+            http_proxy,
+            https_proxy,
+            no_proxy,
+        }
+    }
 }
 
 fn parse_duration(value: &str) -> Result<Duration, String> {

@@ -29,7 +29,9 @@ use flate2::Compression;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::config::{self, files};
+use base64::Engine as _;
+
+use crate::contract;
 
 /// Where the binary lands on the host; the unit's `ExecStart=` runs it.
 pub const BINARY_PATH: &str = "/usr/local/bin/assisted-boot-reporter";
@@ -38,9 +40,6 @@ pub const UNIT_NAME: &str = "assisted-boot-reporter.service";
 pub const UNIT_CONTENTS: &str = include_str!("../systemd/assisted-boot-reporter.service");
 
 const MODE_BINARY: u32 = 0o755;
-const MODE_CONTRACT_DIR: u32 = 0o700;
-const MODE_PUBLIC: u32 = 0o644;
-const MODE_SECRET: u32 = 0o600;
 /// Refuses absurd inputs before reading them whole (the agent is ~4 MiB).
 const MAX_BINARY_BYTES: u64 = 64 * 1024 * 1024;
 const MAX_TEXT_BYTES: u64 = 1024 * 1024;
@@ -389,7 +388,7 @@ fn read_pull_secret(path: &Path) -> anyhow::Result<PullSecret> {
     };
     let text = String::from_utf8(raw)
         .map_err(|_| anyhow::anyhow!("the pull secret from {} is not UTF-8", path.display()))?;
-    config::parse_credentials(&text).map_err(|reason| {
+    contract::parse_credentials(&text).map_err(|reason| {
         anyhow::anyhow!(
             "the pull secret from {} is unusable: {reason}",
             path.display()
@@ -523,41 +522,30 @@ pub fn fragment(inputs: &Inputs, spec: Spec) -> Value {
             "source": format!("data:;base64,{}", base64(&gzip(&inputs.binary))),
         },
     })];
-    let dir = config::DEFAULT_CONFIG_DIR;
-    let mut contract = |name: &str, value: &str, mode: u32| {
-        files.push(json!({
-            "path": format!("{dir}/{name}"),
-            "mode": mode,
-            "overwrite": true,
-            "contents": {"source": data_url(format!("{}\n", value.trim_end()).as_bytes())},
-        }));
+    let dir = contract::DEFAULT_DIR;
+    let values = contract::Values {
+        pull_secret: inputs.pull_secret.as_ref().map(|s| s.0.as_str()),
+        proxy_env: inputs.proxy.as_ref().map(|p| p.0.as_str()),
+        service_url: &inputs.service_url,
+        infra_env_id: inputs.infra_env_id,
+        host_id: inputs.host_id,
+        cluster_id: inputs.cluster_id,
+        ca_cert: inputs.ca_cert.as_deref(),
     };
-    // The secret first: a reader of the fragment sees its mode right away.
-    if let Some(secret) = &inputs.pull_secret {
-        contract(files::PULL_SECRET, &secret.0, MODE_SECRET);
-    }
-    if let Some(proxy) = &inputs.proxy {
-        contract(files::PROXY, &proxy.0, MODE_SECRET);
-    }
-    contract(files::SERVICE_URL, &inputs.service_url, MODE_PUBLIC);
-    contract(
-        files::INFRA_ENV_ID,
-        &inputs.infra_env_id.to_string(),
-        MODE_PUBLIC,
-    );
-    contract(files::HOST_ID, &inputs.host_id.to_string(), MODE_PUBLIC);
-    if let Some(cluster_id) = inputs.cluster_id {
-        contract(files::CLUSTER_ID, &cluster_id.to_string(), MODE_PUBLIC);
-    }
-    if let Some(pem) = &inputs.ca_cert {
-        contract(files::CA_CERT, pem, MODE_PUBLIC);
+    for entry in contract::entries(&values) {
+        files.push(json!({
+            "path": format!("{dir}/{}", entry.name),
+            "mode": entry.mode,
+            "overwrite": true,
+            "contents": {"source": data_url(entry.text.as_bytes())},
+        }));
     }
     json!({
         "ignition": {"version": spec.version()},
         "storage": {
             "directories": [{
                 "path": dir,
-                "mode": MODE_CONTRACT_DIR,
+                "mode": contract::MODE_DIR,
                 "overwrite": true,
             }],
             "files": files,
@@ -599,25 +587,8 @@ fn data_url(data: &[u8]) -> String {
 }
 
 /// Standard base64 with padding (RFC 4648 §4), as data URLs want.
-pub fn base64(data: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+fn base64(data: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(data)
 }
 
 /// Writes `data` to a new or truncated file readable by its owner only.
@@ -626,12 +597,14 @@ fn write_private(path: &Path, data: &[u8]) -> anyhow::Result<()> {
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(MODE_SECRET)
+        .mode(contract::MODE_SECRET)
         .open(path)
         .with_context(|| format!("writing {}", path.display()))?;
     // `mode` only applies on creation: tighten a file that already existed.
-    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(MODE_SECRET))
-        .with_context(|| format!("setting the mode of {}", path.display()))?;
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(
+        contract::MODE_SECRET,
+    ))
+    .with_context(|| format!("setting the mode of {}", path.display()))?;
     file.write_all(data)
         .and_then(|()| file.sync_all())
         .with_context(|| format!("writing {}", path.display()))

@@ -8,7 +8,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     cli::init_tracing(cli.log_level);
-    match agent::run(cli) {
+    match cli::run(cli) {
         Ok(code) => code,
         Err(err) => {
             // One line with the whole chain: journald shows it as a single entry.

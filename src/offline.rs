@@ -20,7 +20,8 @@ use clap::Args;
 use crate::bundle::{write_bundle, BundleLimits, BundleMeta, Manifest, MANIFEST_NAME, TOP_DIR};
 use crate::bundle_reader;
 use crate::collect::{CollectContext, Status};
-use crate::config::{self, DEFAULT_KUBELET_HEALTHZ_URL};
+use crate::config::DEFAULT_KUBELET_HEALTHZ_URL;
+use crate::contract;
 use crate::diagnose::{Diagnosis, DIAGNOSIS_NAME};
 use crate::records::{Outcome, Summary};
 use crate::redact::Redactor;
@@ -161,22 +162,17 @@ pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manife
         "size caps must be above zero"
     );
     let started = Instant::now();
-    let config_dir = args
-        .config_dir
-        .clone()
-        .unwrap_or_else(|| config::under_root(&args.root, config::DEFAULT_CONFIG_DIR));
-    let contract = |name: &str| -> Option<String> {
-        let text = std::fs::read_to_string(config_dir.join(name)).ok()?;
-        let text = text.trim();
-        (!text.is_empty()).then(|| text.to_owned())
-    };
+    let contract = contract::Dir::at(&args.root, args.config_dir.as_deref());
+    // Unreadable or missing parts of the contract leave a field empty: this
+    // tool must work on a host whose contract is already gone.
+    let contract_value = |name: &str| contract.read(name).ok().flatten();
     let mut secrets: Vec<String> = Vec::new();
     let token_sources = [
-        std::env::var("PULL_SECRET_TOKEN").ok(),
-        contract(config::files::PULL_SECRET),
+        std::env::var(contract::env::TOKEN).ok(),
+        contract_value(contract::files::PULL_SECRET),
     ];
     for text in token_sources.into_iter().flatten() {
-        if let Ok(creds) = config::parse_credentials(&text) {
+        if let Ok(creds) = contract::parse_credentials(&text) {
             secrets.extend(creds.scrub.iter().map(|s| s.expose().to_owned()));
         }
     }
@@ -191,9 +187,9 @@ pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manife
         .unwrap_or_default();
     let meta = BundleMeta {
         agent_version: env!("CARGO_PKG_VERSION").to_owned(),
-        host_id: contract(config::files::HOST_ID).unwrap_or_default(),
-        infra_env_id: contract(config::files::INFRA_ENV_ID).unwrap_or_default(),
-        cluster_id: contract(config::files::CLUSTER_ID),
+        host_id: contract_value(contract::files::HOST_ID).unwrap_or_default(),
+        infra_env_id: contract_value(contract::files::INFRA_ENV_ID).unwrap_or_default(),
+        cluster_id: contract_value(contract::files::CLUSTER_ID),
         boot_id,
         // Not known without the agent's ledger; 0 says so.
         boot_number: 0,

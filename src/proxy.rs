@@ -23,6 +23,7 @@
 use std::fmt;
 use std::net::IpAddr;
 
+use base64::Engine as _;
 use reqwest::Url;
 
 /// A proxy URL. Its `Debug` and `Display` keep the scheme, host and port and
@@ -84,9 +85,11 @@ impl ProxyUrl {
             decode(password),
             format!("{}:{}", decode(user), decode(password)),
         ];
-        secrets.push(crate::ignition::base64(
-            format!("{}:{}", decode(user), decode(password)).as_bytes(),
-        ));
+        secrets.push(base64::engine::general_purpose::STANDARD.encode(format!(
+            "{}:{}",
+            decode(user),
+            decode(password)
+        )));
         secrets.sort();
         secrets.dedup();
         secrets
@@ -507,7 +510,8 @@ mod tests {
             secrets.contains(&"alice:pa@ss-w0rd!".to_owned()),
             "{secrets:?}"
         );
-        assert!(secrets.contains(&crate::ignition::base64(b"alice:pa@ss-w0rd!")));
+        assert!(secrets
+            .contains(&base64::engine::general_purpose::STANDARD.encode(b"alice:pa@ss-w0rd!")));
         assert!(!secrets.contains(&"alice".to_owned()));
 
         assert_eq!(

@@ -300,6 +300,13 @@ pub fn read_limited(
     }
 }
 
+/// Where an absolute host path lies under a sysroot, as a plain path (for
+/// the reporter's own files and for naming; host files are read through
+/// [`open`] and its siblings, which confine the walk).
+pub fn under_root(root: &Path, absolute: &str) -> PathBuf {
+    root.join(absolute.trim_start_matches('/'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

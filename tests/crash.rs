@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use assisted_boot_reporter::cleanup::CLEANUP_MARKER;
-use assisted_boot_reporter::config::files;
+use assisted_boot_reporter::contract::files;
 use assisted_boot_reporter::ledger::{Ledger, LEDGER_FILE};
 use common::*;
 
@@ -113,7 +113,7 @@ fn check_after_kill(sc: &Scenario, boot_ids: &[&str], tally: &mut Tally) {
 
     // Cleanup: the secret goes first, and a cleanup under way is marked
     // until nothing that could start the agent again is left.
-    let contract_left: Vec<&str> = files::ALL
+    let contract_left: Vec<&str> = files::REMOVAL_ORDER
         .iter()
         .copied()
         .filter(|f| sc.config_dir.join(f).exists())
@@ -327,7 +327,7 @@ async fn one_installation(tag: &str, tally: &mut Tally, boot2_window: &mut Durat
 
     // No secret, no contract, no ledger, and the unit disabled, whichever
     // run finished the cleanup.
-    let left: Vec<&str> = files::ALL
+    let left: Vec<&str> = files::REMOVAL_ORDER
         .iter()
         .copied()
         .filter(|f| sc.config_dir.join(f).exists())

@@ -1173,11 +1173,13 @@ async fn huge_json_answer_is_cut_at_the_cap_with_flat_memory() {
     sc.write_config(&front_url, SecretForm::PullSecretJson, true);
     let base = mock.base_url();
     let watcher = BundleWatcher::start(bundle_path(&sc));
-    // Reading 64 MiB takes a debug build a while: a budget and request
-    // timeout that leave the cap, not a timer, to end each read.
+    // Reading 64 MiB takes a debug build a while (20 s each on a loaded
+    // 2-core machine): a budget, request timeout and hard deadline that
+    // leave the cap, not a timer, to end each read.
     let k = Knobs {
         timeout: "600s",
-        request_timeout: "60s",
+        request_timeout: "300s",
+        deadline: Duration::from_secs(600),
         ..Knobs::default()
     };
     let running = sc.spawn_agent("huge json", &opts(&sc, &k));
@@ -1430,7 +1432,9 @@ async fn state_directory_read_only() {
 /// as a reboot does.
 async fn stop_after_first_bundle(sc: &Scenario, running: Running) -> AgentRun {
     let path = bundle_path(sc);
-    let until = std::time::Instant::now() + Duration::from_secs(200);
+    // Only a bound for a hung agent: a debug build streaming 300 MB on a
+    // loaded machine needs minutes.
+    let until = std::time::Instant::now() + Duration::from_secs(500);
     while !path.exists() && std::time::Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -1488,13 +1492,15 @@ async fn collector_printing_300_mb_is_capped() {
     let k = Knobs {
         // Longer than the run: see collectors_that_hang_are_killed_….
         timeout: "600s",
-        request_timeout: "60s",
-        command_timeout: "60s",
+        // A debug build redacting and compressing 300 MB on a loaded 2-core
+        // machine takes minutes: time limits that leave the cap to act.
+        request_timeout: "400s",
+        command_timeout: "400s",
         env: vec![
             ("FAKE_JOURNAL_BYTES".into(), "300000000".into()),
             ("FAKE_JOURNAL_BYTES_SCOPE".into(), "this-boot".into()),
         ],
-        deadline: Duration::from_secs(240),
+        deadline: Duration::from_secs(600),
         ..Knobs::default()
     };
     let running = sc.spawn_agent("300 MB journal", &opts(&sc, &k));

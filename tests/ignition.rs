@@ -848,7 +848,7 @@ fn proxy_flags_write_a_private_proxy_env_the_agent_reads_back() {
     assert!(applied.success(), "{}", applied.log());
     let contract = root.join(CONTRACT_DIR.trim_start_matches('/'));
     assert_eq!(mode_of(&contract.join("proxy.env")), 0o600);
-    let run = assisted_boot_reporter::cli::RunArgs {
+    let run = assisted_boot_reporter::config::Flags {
         config_dir: Some(contract.clone()),
         state_dir: Some(env.path("state")),
         root: Some(env.path("root")),

@@ -1,11 +1,11 @@
 #![no_main]
-//! `config::parse_credentials`: the pull secret file (or a bare token) the
+//! `contract::parse_credentials`: the pull secret file (or a bare token) the
 //! discovery agent left. Never panics; what it returns can be used (a
 //! non-empty token, and the token among the strings the bundle scrubs); an
 //! error never quotes the input, so a malformed pull secret cannot end up in
 //! the journal.
 
-use assisted_boot_reporter::config::parse_credentials;
+use assisted_boot_reporter::contract::parse_credentials;
 use libfuzzer_sys::fuzz_target;
 
 /// Runs of 12+ alphanumerics: no fixed word of the error messages is that

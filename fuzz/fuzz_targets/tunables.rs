@@ -1,9 +1,9 @@
 #![no_main]
-//! The `reporter.conf` tunables parser (`config::check_tunables`): never
+//! The `reporter.conf` tunables parser (`contract::check_tunables`): never
 //! panics, and an error never quotes a value (someone may have put a
 //! secret there, which is refused, by name only).
 
-use assisted_boot_reporter::config::check_tunables;
+use assisted_boot_reporter::contract::check_tunables;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -7,7 +7,6 @@
 //! service, so the host is found in its infra-env's list instead.
 
 pub mod host_list;
-mod retry;
 mod types;
 
 use std::path::PathBuf;
@@ -19,11 +18,12 @@ use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
 use tokio::time::Instant;
 use uuid::Uuid;
 
-pub use retry::RetryPolicy;
+pub use crate::retry::RetryPolicy;
+use crate::retry::Retryable;
 pub use types::{ErrorBody, Host, HostProgress, HostProgressInfo};
 
-use crate::config::Secret;
 use crate::proxy::{ProxySettings, ProxyUrl};
+use crate::secret::Secret;
 
 /// Base path of the v2 API under the service URL.
 pub const API_PREFIX: &str = "api/assisted-install/v2/";
@@ -93,10 +93,10 @@ pub enum ApiError {
     },
 }
 
-impl ApiError {
+impl Retryable for ApiError {
     /// Transport failures, 408, 429 and 5xx may heal; every other 4xx is an
     /// answer that asking again will not change.
-    pub fn is_retryable(&self) -> bool {
+    fn is_retryable(&self) -> bool {
         match self {
             ApiError::Transport { .. } => true,
             ApiError::Status { status, .. } => {
@@ -109,6 +109,15 @@ impl ApiError {
         }
     }
 
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ApiError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+impl ApiError {
     pub fn status(&self) -> Option<StatusCode> {
         match self {
             ApiError::Status { status, .. } => Some(*status),
@@ -119,13 +128,6 @@ impl ApiError {
     pub fn reason(&self) -> Option<&str> {
         match self {
             ApiError::Status { reason, .. } => Some(reason),
-            _ => None,
-        }
-    }
-
-    fn retry_after(&self) -> Option<Duration> {
-        match self {
-            ApiError::Status { retry_after, .. } => *retry_after,
             _ => None,
         }
     }
@@ -696,6 +698,22 @@ fn error_chain(err: &reqwest::Error) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn only_transport_408_429_and_5xx_are_retried() {
+        let status = |code: u16| ApiError::Status {
+            operation: "test".into(),
+            status: StatusCode::from_u16(code).unwrap(),
+            reason: "x".into(),
+            retry_after: Some(Duration::from_secs(2)),
+        };
+        for code in [408, 429, 500, 502, 503, 504] {
+            assert!(status(code).is_retryable(), "{code}");
+        }
+        for code in [400, 401, 403, 404, 409, 413] {
+            assert!(!status(code).is_retryable(), "{code}");
+        }
+        assert_eq!(status(503).retry_after(), Some(Duration::from_secs(2)));
+    }
     #[test]
     fn error_bodies_are_described_briefly_and_safely() {
         assert_eq!(

@@ -1,28 +1,29 @@
-//! Configuration: merges flags, the environment, the discovery contract
-//! directory and defaults (in that order of precedence) into one [`Config`].
+//! Configuration: merges flags, the environment, the discovery contract and
+//! defaults (in that order of precedence) into one validated [`Config`].
 //!
-//! The directory layout is documented in `docs/discovery-contract.md`; keep the
-//! two in step. Every failure names what is missing or wrong and where it was
-//! looked for, because the person reading it is a support engineer looking at
-//! a journal from a host they cannot log into.
+//! `inputs` holds the plain values the command line gave (`cli` converts its
+//! arguments into [`Flags`]; nothing here knows clap) and where each value
+//! came from; the contract's files and formats are `contract`'s. Every
+//! failure names what is missing or wrong and where it was looked for,
+//! because the person reading it is a support engineer looking at a journal
+//! from a host they cannot log into.
 
-use std::collections::BTreeMap;
-use std::fmt;
-use std::fs;
-use std::io::ErrorKind;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+mod inputs;
+
+use std::path::PathBuf;
 use std::time::Duration;
 
 use reqwest::Url;
-use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::api::RetryPolicy;
-use crate::cli::RunArgs;
+use crate::contract::{self, env, files, parse_credentials, ContractError, Credentials};
 use crate::proxy::{NoProxy, ProxySettings, ProxyUrl};
+use crate::retry::RetryPolicy;
+use crate::rootfs::under_root;
 
-pub const DEFAULT_CONFIG_DIR: &str = "/etc/assisted-boot-reporter";
+pub use inputs::Flags;
+use inputs::{first_of, found, Found};
+
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/assisted-boot-reporter";
 /// Where hosts installed with a private service CA already have it.
 pub const SERVICE_CA_PATH: &str = "/etc/assisted-service/service-ca-cert.crt";
@@ -32,46 +33,6 @@ pub const DEFAULT_UPLOAD_INTERVAL: Duration = Duration::from_secs(10 * 60);
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
-
-/// Files of the discovery contract directory.
-pub mod files {
-    pub const SERVICE_URL: &str = "service-url";
-    pub const PULL_SECRET: &str = "pull-secret";
-    pub const INFRA_ENV_ID: &str = "infra-env-id";
-    pub const HOST_ID: &str = "host-id";
-    pub const CLUSTER_ID: &str = "cluster-id";
-    pub const CA_CERT: &str = "ca.crt";
-    pub const TUNABLES: &str = "reporter.conf";
-    /// HTTP_PROXY / HTTPS_PROXY / NO_PROXY; mode 0600, a proxy URL may hold a password.
-    pub const PROXY: &str = "proxy.env";
-    /// Everything the reporter may remove when it cleans up, secrets first.
-    pub const ALL: [&str; 8] = [
-        PULL_SECRET,
-        PROXY,
-        SERVICE_URL,
-        INFRA_ENV_ID,
-        HOST_ID,
-        CLUSTER_ID,
-        CA_CERT,
-        TUNABLES,
-    ];
-}
-
-/// Environment names, compatible with the upstream unit.
-pub mod env {
-    pub const SERVICE_URL: &str = "ASSISTED_SERVICE_URL";
-    pub const TOKEN: &str = "PULL_SECRET_TOKEN";
-    pub const CLUSTER_ID: &str = "CLUSTER_ID";
-    pub const HOST_ID: &str = "HOST_ID";
-    pub const INFRA_ENV_ID: &str = "INFRA_ENV_ID";
-    pub const UPLOAD_MINUTES: &str = "LOG_SEND_FREQUENCY_IN_MINUTES";
-    pub const TIMEOUT_MINUTES: &str = "SERVICE_TIMEOUT_MINUTES";
-    /// Proxy settings, upper case first as Go reads them (the upstream
-    /// discovery unit sets both spellings).
-    pub const HTTP_PROXY: [&str; 2] = ["HTTP_PROXY", "http_proxy"];
-    pub const HTTPS_PROXY: [&str; 2] = ["HTTPS_PROXY", "https_proxy"];
-    pub const NO_PROXY: [&str; 2] = ["NO_PROXY", "no_proxy"];
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -94,31 +55,45 @@ pub enum ConfigError {
     },
 }
 
-/// The agent token. Its `Debug` never shows the value, so a stray `{:?}`
-/// cannot leak it into the journal.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn expose(&self) -> &str {
-        &self.0
+impl From<ContractError> for ConfigError {
+    fn from(err: ContractError) -> Self {
+        match err {
+            ContractError::Io { path, source } => ConfigError::Io { path, source },
+            ContractError::Invalid { what, path, reason } => ConfigError::Invalid {
+                what,
+                source_name: path.display().to_string(),
+                reason,
+            },
+        }
     }
 }
 
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret([REDACTED])")
-    }
-}
-
-/// Credentials read from a pull secret or a bare token.
+/// Where the reporter reads and keeps its files: known before anything
+/// else is resolved (an interrupted cleanup is finished from them alone).
 #[derive(Debug, Clone)]
-pub struct Credentials {
-    /// Sent as `X-Secret-Key`.
-    pub token: Secret,
-    /// Every secret string worth scrubbing from shipped content: the token,
-    /// every registry auth of the pull secret, and the pull secret text itself.
-    pub scrub: Vec<Secret>,
+pub struct Paths {
+    /// Sysroot prefix of every host path.
+    pub root: PathBuf,
+    pub config_dir: PathBuf,
+    pub state_dir: PathBuf,
+}
+
+impl Paths {
+    pub fn resolve(flags: &Flags) -> Self {
+        let root = flags.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+        let config_dir = contract::Dir::at(&root, flags.config_dir.as_deref())
+            .root()
+            .to_owned();
+        let state_dir = flags
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| under_root(&root, DEFAULT_STATE_DIR));
+        Paths {
+            root,
+            config_dir,
+            state_dir,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -151,48 +126,19 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
-/// Where a value came from, for error messages.
-struct Found {
-    value: String,
-    from: String,
-}
-
-/// Tunables file: the same names as the environment, `KEY=VALUE` per line, so a
-/// unit's `EnvironmentFile=` and this file are interchangeable.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Tunables {
-    #[serde(rename = "ASSISTED_SERVICE_URL")]
-    service_url: Option<String>,
-    #[serde(rename = "CLUSTER_ID")]
-    cluster_id: Option<String>,
-    #[serde(rename = "HOST_ID")]
-    host_id: Option<String>,
-    #[serde(rename = "INFRA_ENV_ID")]
-    infra_env_id: Option<String>,
-    #[serde(rename = "LOG_SEND_FREQUENCY_IN_MINUTES")]
-    upload_minutes: Option<String>,
-    #[serde(rename = "SERVICE_TIMEOUT_MINUTES")]
-    timeout_minutes: Option<String>,
-}
-
 impl Config {
     /// Resolves the configuration. `getenv` is the process environment in
     /// production and a map in tests.
     pub fn resolve(
-        args: &RunArgs,
+        args: &Flags,
         getenv: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
-        let config_dir = args
-            .config_dir
-            .clone()
-            .unwrap_or_else(|| under_root(&root, DEFAULT_CONFIG_DIR));
-        let state_dir = args
-            .state_dir
-            .clone()
-            .unwrap_or_else(|| under_root(&root, DEFAULT_STATE_DIR));
-        let dir = ContractDir::new(&config_dir);
+        let Paths {
+            root,
+            config_dir,
+            state_dir,
+        } = Paths::resolve(args);
+        let dir = contract::Dir::new(&config_dir);
         let tunables = dir.tunables()?;
         let mut warnings = Vec::new();
         let getenv = |name: &str| getenv(name).filter(|v| !v.trim().is_empty());
@@ -200,11 +146,11 @@ impl Config {
         let service_url = first_of(
             args.service_url.as_ref().map(|v| found(v, "--service-url")),
             getenv(env::SERVICE_URL).map(|v| found(&v, env::SERVICE_URL)),
-            dir.read(files::SERVICE_URL)?,
+            read(&dir, files::SERVICE_URL)?,
             tunables
                 .service_url
                 .as_ref()
-                .map(|v| found(v, &dir.tunables_name())),
+                .map(|v| found(v, &dir.display(files::TUNABLES))),
         )
         .ok_or_else(|| ConfigError::Missing {
             what: "assisted-service URL",
@@ -221,11 +167,11 @@ impl Config {
                 .as_ref()
                 .map(|v| found(v, "--infra-env-id")),
             getenv(env::INFRA_ENV_ID).map(|v| found(&v, env::INFRA_ENV_ID)),
-            dir.read(files::INFRA_ENV_ID)?,
+            read(&dir, files::INFRA_ENV_ID)?,
             tunables
                 .infra_env_id
                 .as_ref()
-                .map(|v| found(v, &dir.tunables_name())),
+                .map(|v| found(v, &dir.display(files::TUNABLES))),
         )
         .map(|f| parse_uuid("infra-env ID", &f))
         .transpose()?;
@@ -242,11 +188,11 @@ impl Config {
         let cluster_id = first_of(
             args.cluster_id.as_ref().map(|v| found(v, "--cluster-id")),
             getenv(env::CLUSTER_ID).map(|v| found(&v, env::CLUSTER_ID)),
-            dir.read(files::CLUSTER_ID)?,
+            read(&dir, files::CLUSTER_ID)?,
             tunables
                 .cluster_id
                 .as_ref()
-                .map(|v| found(v, &dir.tunables_name())),
+                .map(|v| found(v, &dir.display(files::TUNABLES))),
         )
         .map(|f| parse_uuid("cluster ID", &f))
         .transpose()?;
@@ -276,7 +222,7 @@ impl Config {
             tunables
                 .upload_minutes
                 .as_ref()
-                .map(|v| found(v, &dir.tunables_name())),
+                .map(|v| found(v, &dir.display(files::TUNABLES))),
             DEFAULT_UPLOAD_INTERVAL,
         )?;
         let timeout = resolve_duration(
@@ -286,7 +232,7 @@ impl Config {
             tunables
                 .timeout_minutes
                 .as_ref()
-                .map(|v| found(v, &dir.tunables_name())),
+                .map(|v| found(v, &dir.display(files::TUNABLES))),
             DEFAULT_TIMEOUT,
         )?;
 
@@ -379,27 +325,6 @@ impl Config {
     }
 }
 
-/// Joins an absolute host path under a sysroot.
-pub fn under_root(root: &Path, absolute: &str) -> PathBuf {
-    root.join(absolute.trim_start_matches('/'))
-}
-
-fn found(value: &str, from: &str) -> Found {
-    Found {
-        value: value.trim().to_owned(),
-        from: from.to_owned(),
-    }
-}
-
-fn first_of(
-    a: Option<Found>,
-    b: Option<Found>,
-    c: Option<Found>,
-    d: Option<Found>,
-) -> Option<Found> {
-    a.or(b).or(c).or(d).filter(|f| !f.value.is_empty())
-}
-
 #[allow(clippy::too_many_arguments)]
 fn required_uuid(
     what: &'static str,
@@ -407,21 +332,28 @@ fn required_uuid(
     flag: &str,
     getenv: &dyn Fn(&str) -> Option<String>,
     env_name: &str,
-    dir: &ContractDir,
+    dir: &contract::Dir,
     file: &str,
     tunable: Option<&str>,
 ) -> Result<Uuid, ConfigError> {
     let value = first_of(
         flag_value.map(|v| found(v, flag)),
         getenv(env_name).map(|v| found(&v, env_name)),
-        dir.read(file)?,
-        tunable.map(|v| found(v, &dir.tunables_name())),
+        read(dir, file)?,
+        tunable.map(|v| found(v, &dir.display(files::TUNABLES))),
     )
     .ok_or_else(|| ConfigError::Missing {
         what,
         looked_in: vec![flag.into(), env_name.into(), dir.display(file)],
     })?;
     parse_uuid(what, &value)
+}
+
+/// A value of the contract directory, with its path as its source.
+fn read(dir: &contract::Dir, file: &str) -> Result<Option<Found>, ConfigError> {
+    Ok(dir
+        .read(file)?
+        .map(|value| found(&value, &dir.display(file))))
 }
 
 fn parse_uuid(what: &'static str, found: &Found) -> Result<Uuid, ConfigError> {
@@ -503,22 +435,23 @@ fn truncate(value: &str, max: usize) -> &str {
 }
 
 fn resolve_credentials(
-    args: &RunArgs,
+    args: &Flags,
     getenv: &dyn Fn(&str) -> Option<String>,
-    dir: &ContractDir,
+    dir: &contract::Dir,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Credentials>, ConfigError> {
     let (text, from) = if let Some(path) = &args.pull_secret_file {
-        let text = read_secret_file(path, warnings)?.ok_or_else(|| ConfigError::Missing {
-            what: "pull secret",
-            looked_in: vec![format!("--pull-secret-file {}", path.display())],
-        })?;
+        let text =
+            contract::read_secret_file(path, warnings)?.ok_or_else(|| ConfigError::Missing {
+                what: "pull secret",
+                looked_in: vec![format!("--pull-secret-file {}", path.display())],
+            })?;
         (text, format!("--pull-secret-file {}", path.display()))
     } else if let Some(value) = getenv(env::TOKEN) {
         (value, env::TOKEN.to_owned())
     } else {
         let path = dir.path(files::PULL_SECRET);
-        let Some(text) = read_secret_file(&path, warnings)? else {
+        let Some(text) = contract::read_secret_file(&path, warnings)? else {
             warnings.push(format!(
                 "no agent token configured (looked in {}, {}): requests carry no X-Secret-Key, \
                  which only an assisted-service without authentication accepts",
@@ -543,20 +476,13 @@ fn resolve_credentials(
 /// warning, as Go skips it; a proxy URL that cannot be used is an error that
 /// names its source but never quotes it (it may hold a password).
 fn resolve_proxy(
-    args: &RunArgs,
+    args: &Flags,
     getenv: &dyn Fn(&str) -> Option<String>,
-    dir: &ContractDir,
+    dir: &contract::Dir,
     warnings: &mut Vec<String>,
 ) -> Result<ProxySettings, ConfigError> {
     let path = dir.path(files::PROXY);
-    let file = match read_secret_file(&path, warnings)? {
-        Some(text) => parse_proxy_file(&text).map_err(|reason| ConfigError::Invalid {
-            what: "proxy file",
-            source_name: path.display().to_string(),
-            reason,
-        })?,
-        None => ProxyFile::default(),
-    };
+    let file = dir.proxy_env(warnings)?;
     let pick = |flag: &Option<String>, flag_name: &str, names: [&str; 2], file: &Option<String>| {
         let from_env = names
             .iter()
@@ -619,235 +545,13 @@ fn resolve_proxy(
     })
 }
 
-#[derive(Debug, Default)]
-struct ProxyFile {
-    http: Option<String>,
-    https: Option<String>,
-    no_proxy: Option<String>,
-}
-
-/// `proxy.env`: `KEY=VALUE` lines like `reporter.conf`, so it also serves as
-/// a unit's `EnvironmentFile=`. Errors quote no value.
-fn parse_proxy_file(text: &str) -> Result<ProxyFile, String> {
-    let mut file = ProxyFile::default();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line_no = number + 1;
-        let (key, value) = line
-            .split_once('=')
-            .ok_or_else(|| format!("line {line_no}: expected KEY=VALUE"))?;
-        let slot = match key.trim() {
-            "HTTP_PROXY" | "http_proxy" => &mut file.http,
-            "HTTPS_PROXY" | "https_proxy" => &mut file.https,
-            "NO_PROXY" | "no_proxy" => &mut file.no_proxy,
-            other => {
-                let shown = if other
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-                {
-                    format!(" {other:?}")
-                } else {
-                    String::new()
-                };
-                return Err(format!(
-                    "line {line_no}: unknown key{shown}; expected HTTP_PROXY, HTTPS_PROXY or NO_PROXY"
-                ));
-            }
-        };
-        *slot = Some(value.trim().trim_matches('"').to_owned());
-    }
-    Ok(file)
-}
-
-/// Reads a secret file, warning when its mode lets anyone but the owner read it.
-fn read_secret_file(
-    path: &Path,
-    warnings: &mut Vec<String>,
-) -> Result<Option<String>, ConfigError> {
-    let meta = match fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(ConfigError::Io {
-                path: path.to_owned(),
-                source,
-            })
-        }
-    };
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        warnings.push(format!(
-            "SECRET FILE {} HAS MODE {mode:04o}: other users can read the agent token; it must be 0600",
-            path.display()
-        ));
-    }
-    fs::read_to_string(path)
-        .map(Some)
-        .map_err(|source| ConfigError::Io {
-            path: path.to_owned(),
-            source,
-        })
-}
-
-#[derive(Deserialize)]
-struct PullSecret {
-    auths: BTreeMap<String, RegistryAuth>,
-}
-
-#[derive(Deserialize)]
-struct RegistryAuth {
-    auth: Option<String>,
-}
-
-const CLOUD_REGISTRY: &str = "cloud.openshift.com";
-
-/// Extracts the agent token from a pull secret JSON, or takes a bare token.
-/// The token is the raw `auth` of `cloud.openshift.com`, sent as-is (still
-/// base64): that is what the hosted service expects.
-pub fn parse_credentials(text: &str) -> Result<Credentials, String> {
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err("it is empty".into());
-    }
-    if trimmed.starts_with('{') {
-        // Only the kind and position of a parse error: serde's message quotes
-        // the offending value ("invalid type: string \"…\""), which may be
-        // the secret itself (found by fuzz/credentials).
-        let secret: PullSecret = serde_json::from_str(trimmed).map_err(|err| {
-            let kind = match err.classify() {
-                serde_json::error::Category::Syntax => "invalid JSON",
-                serde_json::error::Category::Eof => "JSON cut short",
-                serde_json::error::Category::Data => {
-                    "not the pull secret's shape {\"auths\":{REGISTRY:{\"auth\":…}}}"
-                }
-                serde_json::error::Category::Io => "unreadable",
-            };
-            format!(
-                "not a pull secret JSON ({kind} at line {} column {})",
-                err.line(),
-                err.column()
-            )
-        })?;
-        let token = secret
-            .auths
-            .get(CLOUD_REGISTRY)
-            .and_then(|a| a.auth.clone())
-            .filter(|t| !t.trim().is_empty())
-            .ok_or_else(|| format!("the pull secret has no auths[\"{CLOUD_REGISTRY}\"].auth"))?;
-        // Trimmed, like the token: the value sent (and maybe logged by a
-        // proxy) must be among what the bundles scrub.
-        let mut scrub: Vec<Secret> = secret
-            .auths
-            .values()
-            .filter_map(|a| a.auth.as_deref().map(str::trim))
-            .filter(|a| !a.is_empty())
-            .map(|a| Secret(a.to_owned()))
-            .collect();
-        scrub.push(Secret(trimmed.to_owned()));
-        return Ok(Credentials {
-            token: Secret(token.trim().to_owned()),
-            scrub,
-        });
-    }
-    if trimmed.chars().any(char::is_whitespace) || !trimmed.is_ascii() {
-        return Err("a bare token must be one printable ASCII word".into());
-    }
-    Ok(Credentials {
-        token: Secret(trimmed.to_owned()),
-        scrub: vec![Secret(trimmed.to_owned())],
-    })
-}
-
-/// The discovery contract directory.
-struct ContractDir {
-    dir: PathBuf,
-}
-
-impl ContractDir {
-    fn new(dir: &Path) -> Self {
-        Self {
-            dir: dir.to_owned(),
-        }
-    }
-
-    fn path(&self, file: &str) -> PathBuf {
-        self.dir.join(file)
-    }
-
-    fn display(&self, file: &str) -> String {
-        self.path(file).display().to_string()
-    }
-
-    fn tunables_name(&self) -> String {
-        self.display(files::TUNABLES)
-    }
-
-    /// A one-value file; absent or empty means "not set here".
-    fn read(&self, file: &str) -> Result<Option<Found>, ConfigError> {
-        let path = self.path(file);
-        match fs::read_to_string(&path) {
-            Ok(text) if text.trim().is_empty() => Ok(None),
-            Ok(text) => Ok(Some(found(&text, &path.display().to_string()))),
-            Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(ConfigError::Io { path, source }),
-        }
-    }
-
-    fn tunables(&self) -> Result<Tunables, ConfigError> {
-        let path = self.path(files::TUNABLES);
-        let text = match fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Tunables::default()),
-            Err(source) => return Err(ConfigError::Io { path, source }),
-        };
-        parse_tunables(&text).map_err(|reason| ConfigError::Invalid {
-            what: "tunables file",
-            source_name: path.display().to_string(),
-            reason,
-        })
-    }
-}
-
-/// Checks a `reporter.conf` text as [`Config::resolve`] would read it; the
-/// fuzz target's way in (the parsed form is private).
-pub fn check_tunables(text: &str) -> Result<(), String> {
-    parse_tunables(text).map(drop)
-}
-
-fn parse_tunables(text: &str) -> Result<Tunables, String> {
-    let mut map = serde_json::Map::new();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (key, value) = line
-            .split_once('=')
-            .ok_or_else(|| format!("line {}: expected KEY=VALUE", number + 1))?;
-        let value = value.trim().trim_matches('"');
-        if key.trim() == env::TOKEN {
-            return Err(format!(
-                "line {}: {} does not belong here; put the secret in the 0600 file {}",
-                number + 1,
-                env::TOKEN,
-                files::PULL_SECRET
-            ));
-        }
-        map.insert(
-            key.trim().to_owned(),
-            serde_json::Value::String(value.to_owned()),
-        );
-    }
-    serde_json::from_value(serde_json::Value::Object(map)).map_err(|err| err.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
 
     const HOST: &str = "2c7d4e0a-8f9b-4d4e-9a55-0f1e2d3c4b5a";
     const INFRA: &str = "6b1f1e6e-3d3a-4f0e-8a39-9d7c2f4a1b2c";
@@ -873,12 +577,12 @@ mod tests {
         dir
     }
 
-    fn args(dir: &Path) -> RunArgs {
-        RunArgs {
+    fn args(dir: &Path) -> Flags {
+        Flags {
             config_dir: Some(dir.to_owned()),
             state_dir: Some(dir.join("state")),
             root: Some(dir.to_owned()),
-            ..RunArgs::default()
+            ..Flags::default()
         }
     }
 
@@ -1053,53 +757,6 @@ mod tests {
         let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
         assert!(config.credentials.is_none());
         assert!(config.warnings[0].contains("no agent token"));
-    }
-
-    #[test]
-    fn token_is_the_raw_cloud_auth_of_a_pull_secret() {
-        let text = r#"{"auths":{"quay.io":{"auth":"cXVheTpzZWNyZXQ=","email":"a@b"},
-            "cloud.openshift.com":{"auth":"b3BlbnNoaWZ0LXJlbGVhc2UtZGV2K29jbV9hY2Nlc3M6WFla","email":"a@b"}}}"#;
-        let creds = parse_credentials(text).unwrap();
-        assert_eq!(
-            creds.token.expose(),
-            "b3BlbnNoaWZ0LXJlbGVhc2UtZGV2K29jbV9hY2Nlc3M6WFla"
-        );
-        let scrub: Vec<&str> = creds.scrub.iter().map(Secret::expose).collect();
-        assert!(scrub.contains(&"cXVheTpzZWNyZXQ="));
-        assert!(scrub.contains(&text.trim()));
-    }
-
-    #[test]
-    fn bare_token_and_malformed_secrets() {
-        assert_eq!(
-            parse_credentials("  eyJhbGciOi.abc.def \n")
-                .unwrap()
-                .token
-                .expose(),
-            "eyJhbGciOi.abc.def"
-        );
-        assert!(parse_credentials("").unwrap_err().contains("empty"));
-        assert!(parse_credentials("two words").is_err());
-        let err = parse_credentials(r#"{"auths":{"quay.io":{"auth":"eA=="}}}"#).unwrap_err();
-        assert!(err.contains("cloud.openshift.com"), "{err}");
-        let err = parse_credentials(r#"{"auths": {"cloud.openshift.com": {"auth": "SECRETVALUE""#)
-            .unwrap_err();
-        assert!(!err.contains("SECRETVALUE"), "{err}");
-        // Found by fuzz/credentials: a wrong type used to be quoted.
-        let err =
-            parse_credentials(r#"{"auths":{"cloud.openshift.com":"SECRETVALUE"}}"#).unwrap_err();
-        assert!(!err.contains("SECRETVALUE"), "{err}");
-        assert!(err.contains("line 1 column"), "{err}");
-        // The token sent is trimmed; the scrubbed value must be the same.
-        let creds =
-            parse_credentials(r#"{"auths":{"cloud.openshift.com":{"auth":" tok "}}}"#).unwrap();
-        assert!(creds.scrub.iter().any(|s| s.expose() == "tok"));
-    }
-
-    #[test]
-    fn secret_debug_never_shows_the_value() {
-        let creds = parse_credentials("very-secret-token").unwrap();
-        assert!(!format!("{creds:?}").contains("very-secret-token"));
     }
 
     #[test]

@@ -1,0 +1,258 @@
+//! The discovery contract: the one interface between the reporter and the
+//! rest of the installer (`docs/discovery-contract.md`; keep the two in step).
+//! This module owns where it lives and what it is made of — the files of the
+//! contract directory with their modes and formats, and the environment names
+//! of the upstream unit — and every way the reporter touches it: reading it
+//! ([`Dir`]), writing it into an Ignition fragment ([`entries`], for
+//! `ignition`) and removing it in a safe order ([`files::REMOVAL_ORDER`], for
+//! `cleanup`). Which value wins when several places set one is `config`'s.
+
+pub mod credentials;
+mod layout;
+pub mod proxy_env;
+pub mod tunables;
+
+use std::fs;
+use std::io::ErrorKind;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use uuid::Uuid;
+
+use crate::rootfs::under_root;
+
+pub use credentials::{parse_credentials, Credentials};
+pub use layout::{env, files, DEFAULT_DIR, MODE_DIR, MODE_PUBLIC, MODE_SECRET};
+pub use proxy_env::ProxyEnv;
+pub use tunables::{check_tunables, Tunables};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ContractError {
+    #[error("reading {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid {what} {path}: {reason}")]
+    Invalid {
+        what: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
+}
+
+/// The discovery contract directory of one host.
+#[derive(Debug, Clone)]
+pub struct Dir {
+    dir: PathBuf,
+}
+
+impl Dir {
+    pub fn new(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_owned(),
+        }
+    }
+
+    /// `dir` when given (a flag), else the default place under `root`.
+    pub fn at(root: &Path, dir: Option<&Path>) -> Self {
+        Self::new(&dir.map_or_else(|| under_root(root, DEFAULT_DIR), Path::to_owned))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+
+    pub fn display(&self, file: &str) -> String {
+        self.path(file).display().to_string()
+    }
+
+    /// A one-value file, trimmed; absent or empty means "not set here".
+    pub fn read(&self, file: &str) -> Result<Option<String>, ContractError> {
+        let path = self.path(file);
+        match fs::read_to_string(&path) {
+            Ok(text) if text.trim().is_empty() => Ok(None),
+            Ok(text) => Ok(Some(text.trim().to_owned())),
+            Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(ContractError::Io { path, source }),
+        }
+    }
+
+    /// `reporter.conf`, or no tunables when it is absent.
+    pub fn tunables(&self) -> Result<Tunables, ContractError> {
+        let path = self.path(files::TUNABLES);
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Tunables::default()),
+            Err(source) => return Err(ContractError::Io { path, source }),
+        };
+        tunables::parse(&text).map_err(|reason| ContractError::Invalid {
+            what: "tunables file",
+            path,
+            reason,
+        })
+    }
+
+    /// `proxy.env`, or no proxy when it is absent; warns (into `warnings`)
+    /// when its mode lets others read it.
+    pub fn proxy_env(&self, warnings: &mut Vec<String>) -> Result<ProxyEnv, ContractError> {
+        let path = self.path(files::PROXY);
+        match read_secret_file(&path, warnings)? {
+            Some(text) => proxy_env::parse(&text).map_err(|reason| ContractError::Invalid {
+                what: "proxy file",
+                path,
+                reason,
+            }),
+            None => Ok(ProxyEnv::default()),
+        }
+    }
+
+    /// The pull secret's text, or `None` when there is none; warns when its
+    /// mode lets others read it.
+    pub fn pull_secret(&self, warnings: &mut Vec<String>) -> Result<Option<String>, ContractError> {
+        read_secret_file(&self.path(files::PULL_SECRET), warnings)
+    }
+}
+
+/// Reads a secret file, warning when its mode lets anyone but the owner read it.
+pub fn read_secret_file(
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<String>, ContractError> {
+    let meta = match fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ContractError::Io {
+                path: path.to_owned(),
+                source,
+            })
+        }
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        warnings.push(format!(
+            "SECRET FILE {} HAS MODE {mode:04o}: other users can read the agent token; it must be 0600",
+            path.display()
+        ));
+    }
+    fs::read_to_string(path)
+        .map(Some)
+        .map_err(|source| ContractError::Io {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+/// What one host's contract holds, for writing it.
+#[derive(Debug, Clone, Copy)]
+pub struct Values<'a> {
+    /// The pull secret JSON or a bare agent token, as given (trimmed).
+    pub pull_secret: Option<&'a str>,
+    /// `proxy.env` text, already checked.
+    pub proxy_env: Option<&'a str>,
+    pub service_url: &'a str,
+    pub infra_env_id: Uuid,
+    pub host_id: Uuid,
+    pub cluster_id: Option<Uuid>,
+    /// PEM text of the CA that signs the service's certificate.
+    pub ca_cert: Option<&'a str>,
+}
+
+/// One file of the contract as it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub name: &'static str,
+    /// One value (or one document) ending in a newline.
+    pub text: String,
+    pub mode: u32,
+}
+
+/// The files of a contract, secrets first (a reader of a fragment sees
+/// their mode right away).
+pub fn entries(values: &Values<'_>) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let mut push = |name: &'static str, value: &str, mode: u32| {
+        out.push(Entry {
+            name,
+            text: format!("{}\n", value.trim_end()),
+            mode,
+        });
+    };
+    if let Some(secret) = values.pull_secret {
+        push(files::PULL_SECRET, secret, MODE_SECRET);
+    }
+    if let Some(proxy) = values.proxy_env {
+        push(files::PROXY, proxy, MODE_SECRET);
+    }
+    push(files::SERVICE_URL, values.service_url, MODE_PUBLIC);
+    push(
+        files::INFRA_ENV_ID,
+        &values.infra_env_id.to_string(),
+        MODE_PUBLIC,
+    );
+    push(files::HOST_ID, &values.host_id.to_string(), MODE_PUBLIC);
+    if let Some(cluster_id) = values.cluster_id {
+        push(files::CLUSTER_ID, &cluster_id.to_string(), MODE_PUBLIC);
+    }
+    if let Some(pem) = values.ca_cert {
+        push(files::CA_CERT, pem, MODE_PUBLIC);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_id_is_removed_last_and_every_file_is_removed() {
+        assert_eq!(files::REMOVAL_ORDER.last(), Some(&files::HOST_ID));
+        assert_eq!(files::REMOVAL_ORDER[0], files::PULL_SECRET);
+        let values = Values {
+            pull_secret: Some("tok"),
+            proxy_env: Some("HTTPS_PROXY=http://p:3128"),
+            service_url: "https://svc",
+            infra_env_id: Uuid::nil(),
+            host_id: Uuid::nil(),
+            cluster_id: Some(Uuid::nil()),
+            ca_cert: Some("PEM"),
+        };
+        let written = entries(&values);
+        for entry in &written {
+            assert!(files::REMOVAL_ORDER.contains(&entry.name), "{}", entry.name);
+            assert!(entry.text.ends_with('\n'));
+        }
+        let secrets: Vec<_> = written
+            .iter()
+            .take_while(|e| e.mode == MODE_SECRET)
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(secrets, [files::PULL_SECRET, files::PROXY]);
+        assert!(written[2..].iter().all(|e| e.mode == MODE_PUBLIC));
+    }
+
+    #[test]
+    fn an_absent_or_empty_file_is_not_set_and_values_are_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let contract = Dir::new(dir.path());
+        assert_eq!(contract.read(files::HOST_ID).unwrap(), None);
+        fs::write(dir.path().join(files::HOST_ID), " \n").unwrap();
+        assert_eq!(contract.read(files::HOST_ID).unwrap(), None);
+        fs::write(dir.path().join(files::HOST_ID), " abc\n").unwrap();
+        assert_eq!(
+            contract.read(files::HOST_ID).unwrap().as_deref(),
+            Some("abc")
+        );
+        assert!(contract.tunables().unwrap().service_url.is_none());
+        assert_eq!(
+            Dir::at(Path::new("/sysroot"), None).root(),
+            Path::new("/sysroot/etc/assisted-boot-reporter")
+        );
+    }
+}
