@@ -1011,9 +1011,10 @@ fn first_bundle_delay(spread: Duration, interval: Duration, fraction: f64) -> Du
 }
 
 /// The final bundle waits its share of the spread, within one interval and
-/// inside the job's end: before the budget's deadline when the job ends
-/// earlier (Done, a healthy kubelet), and within the first half of the
-/// final grace, so the upload keeps at least the other half.
+/// inside the job's end, leaving the upload at least as long as the wait:
+/// within the first half of what is left before the budget's deadline when
+/// the job ends earlier (Done, a healthy kubelet), within the first half of
+/// the final grace once the budget is spent.
 fn final_bundle_delay(
     spread: Duration,
     interval: Duration,
@@ -1024,7 +1025,7 @@ fn final_bundle_delay(
     let room = if before_deadline.is_zero() {
         grace / 2
     } else {
-        (grace / 2).min(before_deadline)
+        (grace / 2).min(before_deadline / 2)
     };
     spread
         .min(interval)
@@ -1163,7 +1164,7 @@ mod tests {
         );
         // The job ended earlier: never past the deadline.
         let left = Duration::from_secs(5);
-        assert!(final_bundle_delay(minute, ten, grace, left, almost_one) < left);
+        assert!(final_bundle_delay(minute, ten, grace, left, almost_one) < left / 2);
         assert!(
             final_bundle_delay(minute, ten, grace, Duration::from_secs(3600), almost_one) < minute
         );
