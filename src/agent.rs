@@ -964,9 +964,9 @@ fn jittered(interval: Duration) -> Duration {
 /// Per-host draws for the two bundles no interval jitter spreads: the first
 /// (right after the stage report) and the final one (the job's end, the
 /// budget's deadline being the same moment for hosts powered on together).
-/// The process's random seed is mixed with the host ID, unique per host, and
-/// the boot ID, so hosts with identical clocks, or cloned with the same
-/// early-boot entropy, still draw apart.
+/// A draw of the process's random generator is mixed with the host ID,
+/// unique per host, and the boot ID, so hosts with identical clocks, or
+/// cloned with the same early-boot entropy, still draw apart.
 #[derive(Debug, Clone, Copy)]
 struct HerdSpread {
     seed: u64,
@@ -987,12 +987,10 @@ impl HerdSpread {
         }
     }
 
-    /// Uniform in [0, 1).
+    /// Uniform in [0, 1): the top 53 bits, each value exact in an f64.
+    #[allow(clippy::cast_precision_loss)]
     fn fraction(self, of: SpreadOf) -> f64 {
-        // The top 53 bits: every value exact in an f64, the result below 1.
-        #[allow(clippy::cast_precision_loss)]
-        let unit = (mix(&(self.seed, of)) >> 11) as f64 / (1u64 << 53) as f64;
-        unit
+        (mix(&(self.seed, of)) >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
