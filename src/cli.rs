@@ -121,6 +121,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 
+    /// Longest delay of the first bundle (after the stage report) and of the
+    /// last one, drawn per host so hosts started together do not upload
+    /// together; 0 sends them at once (env LOG_SEND_SPREAD_SECONDS, in
+    /// seconds) [default: 1m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub upload_spread: Option<Duration>,
+
     /// CA bundle (PEM) to trust for the service [default: the contract's CA file when present].
     #[arg(long, value_name = "PATH")]
     pub cacert: Option<PathBuf>,
@@ -186,6 +193,7 @@ impl From<RunArgs> for Flags {
             cluster_id,
             upload_interval,
             timeout,
+            upload_spread,
             cacert,
             insecure,
             kubelet_healthz_url,
@@ -210,6 +218,7 @@ impl From<RunArgs> for Flags {
             cluster_id,
             upload_interval,
             timeout,
+            upload_spread,
             cacert,
             insecure,
             kubelet_healthz_url,

@@ -19,6 +19,7 @@ pub struct Flags {
     pub cluster_id: Option<String>,
     pub upload_interval: Option<Duration>,
     pub timeout: Option<Duration>,
+    pub upload_spread: Option<Duration>,
     pub cacert: Option<PathBuf>,
     pub insecure: bool,
     pub kubelet_healthz_url: Option<String>,

@@ -33,6 +33,9 @@ pub const DEFAULT_UPLOAD_INTERVAL: Duration = Duration::from_secs(10 * 60);
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// Bound of the per-host delay of the first and the final bundle
+/// (`agent::HerdSpread`; docs/design.md "No herd" says why a minute).
+pub const DEFAULT_UPLOAD_SPREAD: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -112,6 +115,9 @@ pub struct Config {
     pub cluster_id: Option<Uuid>,
     pub upload_interval: Duration,
     pub timeout: Duration,
+    /// Bound of the per-host delay of the first and the final bundle; zero
+    /// sends them at once.
+    pub upload_spread: Duration,
     pub ca_cert: Option<PathBuf>,
     pub insecure: bool,
     pub kubelet_healthz_url: Url,
@@ -235,6 +241,14 @@ impl Config {
                 .map(|v| found(v, &dir.display(files::TUNABLES))),
             DEFAULT_TIMEOUT,
         )?;
+        let upload_spread = resolve_spread(
+            args.upload_spread,
+            getenv(env::UPLOAD_SPREAD_SECONDS).map(|v| found(&v, env::UPLOAD_SPREAD_SECONDS)),
+            tunables
+                .upload_spread_seconds
+                .as_ref()
+                .map(|v| found(v, &dir.display(files::TUNABLES))),
+        )?;
 
         let ca_cert = match &args.cacert {
             Some(path) => {
@@ -307,6 +321,7 @@ impl Config {
             cluster_id,
             upload_interval,
             timeout,
+            upload_spread,
             ca_cert,
             insecure: args.insecure,
             kubelet_healthz_url,
@@ -412,6 +427,47 @@ fn resolve_duration(
         }),
         None => Ok(default),
     }
+}
+
+/// The spread is zero or more (zero: no delay), in whole seconds or a
+/// duration; above a day it is a typo, not a wish.
+fn resolve_spread(
+    flag: Option<Duration>,
+    from_env: Option<Found>,
+    from_file: Option<Found>,
+) -> Result<Duration, ConfigError> {
+    const MAX_SPREAD: Duration = Duration::from_secs(24 * 60 * 60);
+    let (spread, source_name) = match (flag, from_env.or(from_file)) {
+        (Some(value), _) => (value, "--upload-spread".to_owned()),
+        (None, Some(found)) => {
+            let spread = parse_seconds(&found.value).map_err(|reason| ConfigError::Invalid {
+                what: "upload spread",
+                source_name: found.from.clone(),
+                reason,
+            })?;
+            (spread, found.from)
+        }
+        (None, None) => return Ok(DEFAULT_UPLOAD_SPREAD),
+    };
+    if spread > MAX_SPREAD {
+        return Err(ConfigError::Invalid {
+            what: "upload spread",
+            source_name,
+            reason: format!(
+                "{} is longer than a day",
+                humantime::format_duration(spread)
+            ),
+        });
+    }
+    Ok(spread)
+}
+
+fn parse_seconds(value: &str) -> Result<Duration, String> {
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    humantime::parse_duration(value)
+        .map_err(|err| format!("{value:?} is neither whole seconds nor a duration like 90s: {err}"))
 }
 
 /// The upstream variables count whole minutes; a unit suffix ("90s") is
@@ -863,6 +919,58 @@ mod tests {
         assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
         assert!(config.warnings[0].contains("0644"));
         assert!(config.warnings[1].contains("\"bad entry\""));
+    }
+
+    #[test]
+    fn upload_spread_precedence_units_and_limits() {
+        let dir = contract_dir();
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert_eq!(config.upload_spread, DEFAULT_UPLOAD_SPREAD);
+
+        write(
+            dir.path(),
+            files::TUNABLES,
+            "LOG_SEND_SPREAD_SECONDS=45\n",
+            0o644,
+        );
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert_eq!(
+            config.upload_spread,
+            Duration::from_secs(45),
+            "bare = seconds"
+        );
+        let env = env_of(&[(env::UPLOAD_SPREAD_SECONDS, "2m")]);
+        let config = Config::resolve(&args(dir.path()), &env).unwrap();
+        assert_eq!(
+            config.upload_spread,
+            Duration::from_secs(120),
+            "env beats file"
+        );
+        let mut run = args(dir.path());
+        run.upload_spread = Some(Duration::ZERO);
+        let config = Config::resolve(&run, &env).unwrap();
+        assert_eq!(
+            config.upload_spread,
+            Duration::ZERO,
+            "flag beats env; 0 allowed"
+        );
+
+        let err = Config::resolve(
+            &args(dir.path()),
+            &env_of(&[(env::UPLOAD_SPREAD_SECONDS, "soon")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("upload spread") && err.contains("LOG_SEND_SPREAD_SECONDS"),
+            "{err}"
+        );
+        run.upload_spread = Some(Duration::from_secs(2 * 24 * 3600));
+        let err = Config::resolve(&run, &env).unwrap_err().to_string();
+        assert!(
+            err.contains("--upload-spread") && err.contains("longer than a day"),
+            "{err}"
+        );
     }
 
     #[test]

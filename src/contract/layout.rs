@@ -49,6 +49,8 @@ pub mod env {
     pub const INFRA_ENV_ID: &str = "INFRA_ENV_ID";
     pub const UPLOAD_MINUTES: &str = "LOG_SEND_FREQUENCY_IN_MINUTES";
     pub const TIMEOUT_MINUTES: &str = "SERVICE_TIMEOUT_MINUTES";
+    /// Ours, not the upstream unit's: seconds, the scale of the value.
+    pub const UPLOAD_SPREAD_SECONDS: &str = "LOG_SEND_SPREAD_SECONDS";
     /// Proxy settings, upper case first as Go reads them (the upstream
     /// discovery unit sets both spellings).
     pub const HTTP_PROXY: [&str; 2] = ["HTTP_PROXY", "http_proxy"];

@@ -24,6 +24,8 @@ pub struct Tunables {
     pub upload_minutes: Option<String>,
     #[serde(rename = "SERVICE_TIMEOUT_MINUTES")]
     pub timeout_minutes: Option<String>,
+    #[serde(rename = "LOG_SEND_SPREAD_SECONDS")]
+    pub upload_spread_seconds: Option<String>,
 }
 
 /// Checks a `reporter.conf` text as the reporter would read it (the fuzz
