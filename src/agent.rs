@@ -264,9 +264,6 @@ impl Reporter {
         crate::redact::install_for_logs(&redactor);
         let mut collect =
             CollectContext::new(config.root.clone(), config.command_timeout, redactor);
-        // Big members wait on disk, not in memory: the state directory is on
-        // the host's disk, where $TMPDIR may be RAM.
-        collect.spill_dir = Some(config.state_dir.clone());
         collect.kubelet_healthz_url = Some(config.kubelet_healthz_url.to_string());
         Ok(Self {
             cluster_id: config.cluster_id,

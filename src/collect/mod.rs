@@ -5,9 +5,9 @@
 //! (`journal/this-boot.log` from `journalctl …`, `network/resolv.conf` from a
 //! host file) and [`Members`] does the rest the same way for all of them:
 //! runs the command with a deadline or reads the file under [`CollectContext::root`],
-//! streams the bytes through the redactor into a [`spool::Spool`] bounded by
-//! the budget (keeping the newest bytes), hands the finished member to the
-//! [`Sink`] and records a [`FileReport`] for the manifest.
+//! streams the bytes through the redactor into compressed [`chunks::Chunks`]
+//! bounded by the budget (keeping the newest bytes), hands the finished
+//! member to the [`Sink`] and records a [`FileReport`] for the manifest.
 //!
 //! Every collector has its own size cap and time limit ([`Collector`]), on
 //! top of the member cap and the bundle cap the sink enforces, so no source
@@ -21,12 +21,12 @@
 //! `CollectContext` is shared with the agent; the rest belongs to the
 //! collectors.
 
+pub mod chunks;
 pub mod crio;
 pub mod journal;
 pub mod mounts;
 pub mod network;
 pub mod records;
-pub mod spool;
 pub mod system;
 pub mod systemd;
 
@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use crate::bundle::escape_controls;
 use crate::diagnose::{Placement, Scanner};
 use crate::redact::{Mode, Redactor, StreamRedactor};
-use spool::Spool;
+use chunks::{Chunks, Content};
 
 /// Everything a collector needs to know about the host it reads.
 #[derive(Debug, Clone)]
@@ -59,22 +59,18 @@ pub struct CollectContext {
     /// Tests point it at fixture scripts without touching the process-wide
     /// environment, which parallel tests share.
     pub path_env: Option<OsString>,
-    /// Where members too big for memory wait for the archive (an unlinked
-    /// file of at most one member cap); `None` = `$TMPDIR`.
-    pub spill_dir: Option<PathBuf>,
     /// kubelet's health endpoint, asked once per bundle; `None` = not asked.
     pub kubelet_healthz_url: Option<String>,
 }
 
 impl CollectContext {
-    /// A context with no spill directory preference and no kubelet probe.
+    /// A context with no kubelet probe.
     pub fn new(root: PathBuf, command_timeout: Duration, redactor: Redactor) -> Self {
         Self {
             root,
             command_timeout,
             redactor,
             path_env: None,
-            spill_dir: None,
             kubelet_healthz_url: None,
         }
     }
@@ -88,10 +84,6 @@ impl CollectContext {
                 .root
                 .components()
                 .all(|c| matches!(c, Component::RootDir | Component::CurDir))
-    }
-
-    pub fn spill_dir(&self) -> PathBuf {
-        self.spill_dir.clone().unwrap_or_else(std::env::temp_dir)
     }
 
     /// Where an absolute host path lives under `root`, for display: every
@@ -207,11 +199,6 @@ impl Status {
     }
 }
 
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// One member a collector tried to produce.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileReport {
@@ -233,9 +220,6 @@ pub struct FileReport {
     /// Secrets replaced in this member.
     pub redactions: usize,
     pub duration_ms: u64,
-    /// Bytes that went through the temporary spill file.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub spilled_bytes: u64,
 }
 
 /// One collector's entry in the manifest.
@@ -291,6 +275,12 @@ pub trait Sink {
     /// Adds one complete member (`path` relative to the bundle's top dir) of
     /// exactly `size` bytes read from `data`.
     fn append(&mut self, path: &str, size: u64, data: &mut dyn Read) -> io::Result<()>;
+
+    /// Adds one complete member gathered as [`Content`]. The archive writer
+    /// copies its compressed chunks as they are; others read it plainly.
+    fn append_content(&mut self, path: &str, content: &Content) -> io::Result<()> {
+        self.append(path, content.len(), &mut content.reader())
+    }
 
     /// A line observer for member `path`, fed the same redacted bytes as the
     /// member on their way in (the diagnosis engine); `None` = not observed.
@@ -724,8 +714,9 @@ impl Members<'_> {
             self.record_skip(path, source.to_owned(), budget.reason.to_owned());
             return Ok(());
         }
-        let mut content = Spool::new(data.len() as u64, &self.ctx.spill_dir());
+        let mut content = Chunks::new(data.len() as u64);
         content.write(&data);
+        let content = content.finish();
         let scanner = self.sink.scanner(path).map(|mut scanner| {
             scanner.feed(&data);
             scanner
@@ -771,7 +762,6 @@ impl Members<'_> {
             original_bytes: None,
             redactions: 0,
             duration_ms: 0,
-            spilled_bytes: 0,
         });
     }
 
@@ -786,25 +776,15 @@ impl Members<'_> {
             Status::Skipped => false,
         };
         let dropped = captured.content.seen() - size;
-        // Only a cut member needs its own line count (to renumber the
-        // evidence); counting rides on the copy into the archive.
-        let mut lines = LineCount::default();
         if archive {
-            if captured.scanner.is_some() && dropped > 0 {
-                let mut reader = CountingReader {
-                    inner: captured.content.reader(),
-                    count: &mut lines,
-                };
-                self.sink.append(path, size, &mut reader)?;
-            } else {
-                self.sink
-                    .append(path, size, &mut captured.content.reader())?;
-            }
+            self.sink.append_content(path, &captured.content)?;
             self.remaining = self.remaining.saturating_sub(size);
         }
         if let Some(scanner) = captured.scanner.take() {
+            // Only a cut member needs its own line count (to renumber the
+            // evidence); the chunks know theirs.
             let member_lines = if dropped > 0 {
-                lines.lines()
+                captured.content.lines()
             } else {
                 scanner.lines() + 1
             };
@@ -842,39 +822,8 @@ impl Members<'_> {
             original_bytes: captured.truncated.then_some(captured.original_bytes),
             redactions: captured.redactions,
             duration_ms: millis(captured.duration),
-            spilled_bytes: captured.content.spilled(),
         });
         Ok(())
-    }
-}
-
-/// Newlines and the last byte of what went through a [`CountingReader`].
-#[derive(Debug, Default)]
-struct LineCount {
-    newlines: u64,
-    last: Option<u8>,
-}
-
-impl LineCount {
-    /// Lines, a partial last one included.
-    fn lines(&self) -> u64 {
-        self.newlines + u64::from(self.last.is_some_and(|b| b != b'\n'))
-    }
-}
-
-struct CountingReader<'a, R> {
-    inner: R,
-    count: &'a mut LineCount,
-}
-
-impl<R: Read> Read for CountingReader<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n > 0 {
-            self.count.newlines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
-            self.count.last = Some(buf[n - 1]);
-        }
-        Ok(n)
     }
 }
 
@@ -883,7 +832,7 @@ impl<R: Read> Read for CountingReader<'_, R> {
 pub struct Captured {
     pub source: String,
     /// Redacted and within budget.
-    pub content: Spool,
+    pub content: Content,
     /// Bytes the source produced (before redaction and capping).
     pub original_bytes: u64,
     /// Older bytes were dropped to fit the budget.
@@ -903,7 +852,7 @@ impl Captured {
     fn without_data(source: String, status: Status, reason: String, started: Instant) -> Self {
         Self {
             source,
-            content: Spool::new(0, Path::new("/")),
+            content: Content::default(),
             original_bytes: 0,
             truncated: false,
             cap_reason: MEMBER_CAP_REASON,
@@ -931,10 +880,10 @@ fn command_line(program: &str, args: &[OsString]) -> String {
 }
 
 /// A source's bytes on their way in: redacted line by line, then kept
-/// newest-last in a bounded spool.
+/// newest-last in bounded, compressed chunks.
 struct Intake {
     redactor: StreamRedactor,
-    spool: Spool,
+    content: Chunks,
     raw: u64,
     /// Sees the redacted bytes too (the diagnosis), in the same pass.
     scanner: Option<Scanner>,
@@ -944,7 +893,7 @@ impl Intake {
     fn new(ctx: &CollectContext, budget: Budget, mode: Mode, scanner: Option<Scanner>) -> Self {
         Self {
             redactor: ctx.redactor.stream(mode),
-            spool: Spool::new(budget.bytes, &ctx.spill_dir()),
+            content: Chunks::new(budget.bytes),
             raw: 0,
             scanner,
         }
@@ -952,28 +901,28 @@ impl Intake {
 
     fn push(&mut self, data: &[u8]) {
         self.raw += data.len() as u64;
-        let spool = &mut self.spool;
+        let content = &mut self.content;
         match &mut self.scanner {
             Some(scanner) => self.redactor.push(data, &mut |b| {
-                spool.write(b);
+                content.write(b);
                 scanner.feed(b);
             }),
-            None => self.redactor.push(data, &mut |b| spool.write(b)),
+            None => self.redactor.push(data, &mut |b| content.write(b)),
         }
     }
 
     /// Flushes the last line; returns the content, the bytes read, the
     /// redaction count and the observer.
-    fn finish(self) -> (Spool, u64, usize, Option<Scanner>) {
-        let mut spool = self.spool;
+    fn finish(self) -> (Content, u64, usize, Option<Scanner>) {
+        let mut content = self.content;
         let mut scanner = self.scanner;
         let count = self.redactor.finish(&mut |b| {
-            spool.write(b);
+            content.write(b);
             if let Some(scanner) = &mut scanner {
                 scanner.feed(b);
             }
         });
-        (spool, self.raw, count, scanner)
+        (content.finish(), self.raw, count, scanner)
     }
 }
 
@@ -1913,10 +1862,8 @@ mod tests {
     }
 
     #[test]
-    fn big_command_output_spills_to_disk_and_keeps_the_tail() {
-        let spill = tempfile::tempdir().unwrap();
-        let mut ctx = context(Path::new("/"), None);
-        ctx.spill_dir = Some(spill.path().to_path_buf());
+    fn big_command_output_is_held_compressed_and_keeps_the_tail() {
+        let ctx = context(Path::new("/"), None);
         let mut sink = MemorySink::new(2 << 20, u64::MAX);
         // 8 MiB of numbered lines, a secret in the middle of a line near the end.
         let report = run_collector(
@@ -1938,10 +1885,19 @@ mod tests {
         let file = &report.files[0];
         assert!(file.truncated);
         assert_eq!(file.bytes, 2 << 20);
-        assert!(file.spilled_bytes > 2 << 20, "{file:?}");
         assert_eq!(file.redactions, 1);
         let data = sink.get("big.txt").unwrap();
+        assert_eq!(data.len(), 2 << 20);
         assert!(data.ends_with(b"1200000\nx password=[REDACTED] y\nlast\n"));
-        assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0);
+        // The kept part starts right after the cut, in the stream's order.
+        let first = data.iter().position(|&b| b == b'\n').unwrap();
+        let second: u64 = std::str::from_utf8(&data[first + 1..first + 8])
+            .unwrap()
+            .split('\n')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(second > 900_000, "{second}");
     }
 }
