@@ -265,6 +265,11 @@ impl Reporter {
         let mut collect =
             CollectContext::new(config.root.clone(), config.command_timeout, redactor);
         collect.kubelet_healthz_url = Some(config.kubelet_healthz_url.to_string());
+        // Each journal byte is read once per run: later bundles continue the
+        // journal members from where the last one stopped (collect::journal).
+        collect.journal_cache = Some(std::sync::Arc::new(std::sync::Mutex::new(
+            crate::collect::journal::Cache::new(BundleLimits::default().member_bytes),
+        )));
         Ok(Self {
             cluster_id: config.cluster_id,
             infra_env_id: config.infra_env_id,

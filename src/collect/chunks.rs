@@ -166,14 +166,15 @@ impl Chunks {
         }
     }
 
-    /// Carries on after `chunks`, which hold the start of the same stream
-    /// (the journal cache), as if they had been written here.
-    pub fn resume(cap: u64, chunks: &[Chunk], seen: u64) -> Self {
+    /// Carries on from `saved`, an earlier state of the same stream (the
+    /// journal cache), as if its bytes had just been written here.
+    pub fn resume(cap: u64, saved: &Saved) -> Self {
         let mut this = Self::new(cap);
-        for chunk in chunks {
+        for chunk in &saved.sealed {
             this.push_sealed(chunk.clone());
         }
-        this.seen = seen;
+        this.open.clone_from(&saved.open);
+        this.seen = saved.seen;
         this
     }
 
@@ -225,21 +226,27 @@ impl Chunks {
         }
     }
 
-    /// Takes the stream's chunks as they stand (the open one sealed): what
-    /// a later bundle can resume from. The content so far is unchanged.
-    pub fn checkpoint(&mut self) -> Vec<Chunk> {
-        if !self.open.is_empty() && self.cap > CHUNK_BYTES as u64 {
+    /// The stream as it stands, for a later bundle to resume from: the
+    /// compressed chunks are shared, an open chunk past [`SAVED_OPEN_BYTES`]
+    /// is sealed first so that a cache stays mostly compressed.
+    pub fn save(&mut self) -> Saved {
+        if self.open.len() > SAVED_OPEN_BYTES && self.cap > CHUNK_BYTES as u64 {
             let chunk = self.sealer.get_or_insert_with(Sealer::new).seal(&self.open);
             self.open.clear();
             self.push_sealed(chunk);
         }
-        self.sealed.iter().cloned().collect()
+        Saved {
+            sealed: self.sealed.iter().cloned().collect(),
+            open: self.open.clone(),
+            seen: self.seen,
+        }
     }
 
-    /// Whether every byte written is still held (nothing dropped yet), so
-    /// that the chunks are the stream from its start.
-    pub fn whole(&self) -> bool {
-        self.held() == self.seen
+    /// Like [`Chunks::finish`], keeping at most `budget` bytes (a bundle's
+    /// share may be below what the stream keeps for later bundles).
+    pub fn finish_within(mut self, budget: u64) -> Content {
+        self.cap = self.cap.min(budget);
+        self.finish()
     }
 
     fn push_sealed(&mut self, chunk: Chunk) {
@@ -318,6 +325,25 @@ impl Chunks {
             seen: self.seen,
             problem,
         }
+    }
+}
+
+/// Uncompressed bytes a saved stream may keep (more is sealed first).
+pub const SAVED_OPEN_BYTES: usize = 64 << 10;
+
+/// A stream's state kept between bundles (`collect::journal::Cache`).
+#[derive(Debug, Clone, Default)]
+pub struct Saved {
+    pub sealed: Vec<Chunk>,
+    pub open: Vec<u8>,
+    /// Bytes of the stream in all, dropped ones included.
+    pub seen: u64,
+}
+
+impl Saved {
+    /// Memory it holds.
+    pub fn held_bytes(&self) -> u64 {
+        self.sealed.iter().map(|c| c.gz.len() as u64).sum::<u64>() + self.open.len() as u64
     }
 }
 
@@ -522,21 +548,29 @@ mod tests {
     }
 
     #[test]
-    fn a_checkpoint_resumes_as_the_same_stream() {
+    fn a_saved_stream_resumes_as_the_same_stream() {
         let first = lines(0, 30_000);
         let second = lines(30_000, 30_000);
         let cap = 64 << 20;
         let mut chunks = Chunks::new(cap);
         chunks.write(&first);
-        let saved = chunks.checkpoint();
-        assert!(chunks.whole());
-        let mut again = Chunks::resume(cap, &saved, first.len() as u64);
+        let saved = chunks.save();
+        assert!(saved.open.len() <= SAVED_OPEN_BYTES);
+        assert_eq!(saved.seen, first.len() as u64);
+        let mut again = Chunks::resume(cap, &saved);
         again.write(&second);
         let content = again.finish();
         let mut all = first.clone();
         all.extend_from_slice(&second);
         assert_eq!(contents(&content), all);
-        // The checkpoint's chunks are shared, not compressed again.
-        assert!(Arc::ptr_eq(&content.sealed[0].gz, &saved[0].gz));
+        // The saved chunks are shared, not compressed again.
+        assert!(Arc::ptr_eq(&content.sealed[0].gz, &saved.sealed[0].gz));
+
+        // A bundle's smaller budget cuts its copy, not the saved stream.
+        let mut again = Chunks::resume(cap, &saved);
+        again.write(&second);
+        let cut = again.finish_within(100_000);
+        assert_eq!(cut.len(), 100_000);
+        assert_eq!(contents(&cut), all[all.len() - 100_000..]);
     }
 }

@@ -61,6 +61,10 @@ pub struct CollectContext {
     pub path_env: Option<OsString>,
     /// kubelet's health endpoint, asked once per bundle; `None` = not asked.
     pub kubelet_healthz_url: Option<String>,
+    /// The journal streams read by earlier bundles of this run, continued
+    /// from their cursors (`journal::Cache`); `None` = every bundle reads
+    /// the journal from its start (`collect`, a one-off bundle).
+    pub journal_cache: Option<Arc<Mutex<journal::Cache>>>,
 }
 
 impl CollectContext {
@@ -72,6 +76,7 @@ impl CollectContext {
             redactor,
             path_env: None,
             kubelet_healthz_url: None,
+            journal_cache: None,
         }
     }
 
@@ -220,6 +225,15 @@ pub struct FileReport {
     /// Secrets replaced in this member.
     pub redactions: usize,
     pub duration_ms: u64,
+    /// Bytes of the member carried over from earlier bundles of the same
+    /// run without reading them again (the journal cache).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reused_bytes: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One collector's entry in the manifest.
@@ -645,6 +659,75 @@ impl Members<'_> {
         self.add(path, captured)
     }
 
+    /// Runs `journalctl args…` for member `path`. With a journal cache in
+    /// the context, the member carries on from the previous bundle's read:
+    /// journalctl is asked only for the entries after that read's cursor
+    /// (`--after-cursor`, `--show-cursor`), the content and the diagnosis
+    /// scanner's state so far come from the cache, and the new entries are
+    /// redacted, scanned and compressed once. A read that ends without a
+    /// cursor (failed, killed) ships what it has and starts afresh next time.
+    pub fn journal(
+        &mut self,
+        path: &str,
+        args: Vec<OsString>,
+        adjust: impl FnOnce(&mut Captured),
+    ) -> io::Result<()> {
+        let Some(cache) = self.ctx.journal_cache.clone() else {
+            return self.command_adjusted(path, "journalctl", args, adjust);
+        };
+        let source = command_line("journalctl", &args);
+        let Some(mut limits) = self.limits(path, &source, Opts::default(), "killed") else {
+            return Ok(());
+        };
+        let (entry, keep) = cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(path, &source);
+        let mut run_args = args;
+        // --quiet: no "-- No entries --" when nothing is new.
+        run_args.extend(["--quiet", "--show-cursor"].map(OsString::from));
+        let mut carried = (0, 0, None);
+        let saved = entry.map(|entry| {
+            if limits.scanner.is_some() {
+                limits.scanner = entry.scanner;
+            }
+            let mut after = OsString::from("--after-cursor=");
+            after.push(&entry.cursor);
+            run_args.push(after);
+            carried = (entry.original_bytes, entry.redactions, Some(entry.cursor));
+            entry.saved
+        });
+        limits.resume = Some(Resume { saved, keep });
+        let mut captured =
+            capture_command(self.ctx, "journalctl", &run_args, source.clone(), limits);
+        adjust(&mut captured);
+        let (old_bytes, old_redactions, old_cursor) = carried;
+        captured.original_bytes += old_bytes;
+        captured.redactions += old_redactions;
+        if let Some(follow) = &captured.follow {
+            let cursor = match &follow.cursor {
+                Some(cursor) => Some(cursor.clone()),
+                None if follow.new_bytes == 0 => old_cursor,
+                None => None,
+            };
+            if let (Some(cursor), Status::Ok) = (cursor, captured.status) {
+                let entry = journal::CacheEntry {
+                    source,
+                    cursor,
+                    saved: follow.saved.clone(),
+                    original_bytes: captured.original_bytes,
+                    redactions: captured.redactions,
+                    scanner: captured.scanner.as_ref().map(Scanner::resumed),
+                };
+                cache
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .put(path, entry);
+            }
+        }
+        self.add(path, captured)
+    }
+
     /// Reads the absolute host path `host` under the context's root and
     /// stores it as `path`.
     pub fn file(&mut self, path: &str, host: &str) -> io::Result<()> {
@@ -701,6 +784,7 @@ impl Members<'_> {
             mode: opts.mode,
             timeout,
             timeout_reason,
+            resume: None,
         })
     }
 
@@ -735,6 +819,7 @@ impl Members<'_> {
                 stderr_head: String::new(),
                 duration: started.elapsed(),
                 scanner,
+                follow: None,
             },
         )
     }
@@ -762,6 +847,7 @@ impl Members<'_> {
             original_bytes: None,
             redactions: 0,
             duration_ms: 0,
+            reused_bytes: 0,
         });
     }
 
@@ -822,6 +908,7 @@ impl Members<'_> {
             original_bytes: captured.truncated.then_some(captured.original_bytes),
             redactions: captured.redactions,
             duration_ms: millis(captured.duration),
+            reused_bytes: captured.follow.as_ref().map_or(0, |f| f.reused_bytes),
         });
         Ok(())
     }
@@ -846,6 +933,22 @@ pub struct Captured {
     pub duration: Duration,
     /// The line observer that saw the content, handed back to the sink.
     pub scanner: Option<Scanner>,
+    /// A followed stream's state after this read (`Members::journal`).
+    pub follow: Option<Followed>,
+}
+
+/// Where a followed stream stands after one read.
+#[derive(Debug)]
+pub struct Followed {
+    /// journalctl's `-- cursor:` line, taken off the content; `None` when
+    /// it printed none (nothing new, or it stopped early).
+    pub cursor: Option<String>,
+    /// The whole stream so far, for the next bundle.
+    pub saved: chunks::Saved,
+    /// Source bytes this read took (the cursor line not included).
+    pub new_bytes: u64,
+    /// Content carried over from earlier bundles.
+    pub reused_bytes: u64,
 }
 
 impl Captured {
@@ -862,6 +965,7 @@ impl Captured {
             stderr_head: String::new(),
             duration: started.elapsed(),
             scanner: None,
+            follow: None,
         }
     }
 }
@@ -884,36 +988,134 @@ fn command_line(program: &str, args: &[OsString]) -> String {
 struct Intake {
     redactor: StreamRedactor,
     content: Chunks,
+    budget: u64,
     raw: u64,
     /// Sees the redacted bytes too (the diagnosis), in the same pass.
     scanner: Option<Scanner>,
+    /// A followed stream: the last bytes are held back until the end,
+    /// where journalctl's `-- cursor:` line is taken off.
+    follow: Option<FollowIntake>,
+}
+
+#[derive(Debug)]
+struct FollowIntake {
+    held: Vec<u8>,
+    /// The last byte passed on (a cursor line starts a line).
+    last_passed: Option<u8>,
+    reused_bytes: u64,
+}
+
+/// journalctl's `--show-cursor` line, the last of its output.
+const CURSOR_PREFIX: &[u8] = b"-- cursor: ";
+/// Held back from a followed stream: more than a cursor line.
+const CURSOR_HOLD: usize = 4096;
+
+/// What an [`Intake`] gathered.
+struct Finished {
+    content: Content,
+    raw: u64,
+    redactions: usize,
+    scanner: Option<Scanner>,
+    follow: Option<Followed>,
 }
 
 impl Intake {
-    fn new(ctx: &CollectContext, budget: Budget, mode: Mode, scanner: Option<Scanner>) -> Self {
+    fn new(
+        ctx: &CollectContext,
+        budget: Budget,
+        mode: Mode,
+        scanner: Option<Scanner>,
+        resume: Option<Resume>,
+    ) -> Self {
+        let (content, follow) = match resume {
+            None => (Chunks::new(budget.bytes), None),
+            Some(Resume { saved, keep }) => {
+                let keep = keep.max(budget.bytes);
+                let (content, reused_bytes) = match &saved {
+                    Some(saved) => (Chunks::resume(keep, saved), saved.seen),
+                    None => (Chunks::new(keep), 0),
+                };
+                let follow = FollowIntake {
+                    held: Vec::new(),
+                    last_passed: None,
+                    reused_bytes,
+                };
+                (content, Some(follow))
+            }
+        };
         Self {
             redactor: ctx.redactor.stream(mode),
-            content: Chunks::new(budget.bytes),
+            content,
+            budget: budget.bytes,
             raw: 0,
             scanner,
+            follow,
         }
     }
 
     fn push(&mut self, data: &[u8]) {
         self.raw += data.len() as u64;
-        let content = &mut self.content;
-        match &mut self.scanner {
-            Some(scanner) => self.redactor.push(data, &mut |b| {
+        let Some(follow) = &mut self.follow else {
+            Self::pass(
+                &mut self.redactor,
+                &mut self.content,
+                &mut self.scanner,
+                data,
+            );
+            return;
+        };
+        follow.held.extend_from_slice(data);
+        if follow.held.len() > 2 * CURSOR_HOLD {
+            let n = follow.held.len() - CURSOR_HOLD;
+            follow.last_passed = Some(follow.held[n - 1]);
+            Self::pass(
+                &mut self.redactor,
+                &mut self.content,
+                &mut self.scanner,
+                &follow.held[..n],
+            );
+            follow.held.drain(..n);
+        }
+    }
+
+    fn pass(
+        redactor: &mut StreamRedactor,
+        content: &mut Chunks,
+        scanner: &mut Option<Scanner>,
+        data: &[u8],
+    ) {
+        match scanner {
+            Some(scanner) => redactor.push(data, &mut |b| {
                 content.write(b);
                 scanner.feed(b);
             }),
-            None => self.redactor.push(data, &mut |b| content.write(b)),
+            None => redactor.push(data, &mut |b| content.write(b)),
         }
     }
 
     /// Flushes the last line; returns the content, the bytes read, the
-    /// redaction count and the observer.
-    fn finish(self) -> (Content, u64, usize, Option<Scanner>) {
+    /// redaction count, the observer and a followed stream's state.
+    fn finish(mut self) -> Finished {
+        let mut cursor = None;
+        if let Some(follow) = &mut self.follow {
+            let mut held = std::mem::take(&mut follow.held);
+            if let Some(body) = held.strip_suffix(b"\n") {
+                let start = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+                let line_start = start > 0 || follow.last_passed.is_none_or(|b| b == b'\n');
+                if line_start && body[start..].starts_with(CURSOR_PREFIX) {
+                    let text = String::from_utf8_lossy(&body[start + CURSOR_PREFIX.len()..]);
+                    cursor = Some(text.trim().to_owned()).filter(|c| !c.is_empty());
+                    self.raw -= (held.len() - start) as u64;
+                    held.truncate(start);
+                }
+            }
+            Self::pass(
+                &mut self.redactor,
+                &mut self.content,
+                &mut self.scanner,
+                &held,
+            );
+        }
         let mut content = self.content;
         let mut scanner = self.scanner;
         let count = self.redactor.finish(&mut |b| {
@@ -922,7 +1124,19 @@ impl Intake {
                 scanner.feed(b);
             }
         });
-        (content.finish(), self.raw, count, scanner)
+        let follow = self.follow.map(|f| Followed {
+            cursor,
+            saved: content.save(),
+            new_bytes: self.raw,
+            reused_bytes: f.reused_bytes,
+        });
+        Finished {
+            content: content.finish_within(self.budget),
+            raw: self.raw,
+            redactions: count,
+            scanner,
+            follow,
+        }
     }
 }
 
@@ -957,6 +1171,17 @@ struct CommandLimits {
     timeout: Duration,
     /// The manifest's reason when `timeout` kills it.
     timeout_reason: String,
+    /// A followed stream (`Members::journal`): where it stood after the
+    /// last bundle, `None` when it starts afresh.
+    resume: Option<Resume>,
+}
+
+/// How a followed stream carries on.
+#[derive(Debug)]
+struct Resume {
+    saved: Option<chunks::Saved>,
+    /// Bytes the stream keeps for later bundles (the member cap).
+    keep: u64,
 }
 
 /// Runs a command with a deadline; its stdout, redacted and bounded to
@@ -974,6 +1199,7 @@ fn capture_command(
         mode,
         timeout,
         timeout_reason,
+        resume,
     } = limits;
     let started = Instant::now();
     let mut command = Command::new(program);
@@ -1005,7 +1231,9 @@ fn capture_command(
         }
     };
 
-    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode, scanner))));
+    let intake = Arc::new(Mutex::new(Some(Intake::new(
+        ctx, budget, mode, scanner, resume,
+    ))));
     let stderr_head = Arc::new(Mutex::new(Vec::new()));
     let abandoned = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<ReaderDone>();
@@ -1085,7 +1313,13 @@ fn capture_command(
         std::mem::take(&mut *stderr_head.lock().unwrap_or_else(PoisonError::into_inner));
     ctx.redactor.redact(&mut stderr);
     let stderr_head = String::from_utf8_lossy(&stderr).into_owned();
-    let (content, original_bytes, redactions, scanner) = intake.finish();
+    let Finished {
+        content,
+        raw: original_bytes,
+        redactions,
+        scanner,
+        follow,
+    } = intake.finish();
 
     let (status, mut reason) = match ending {
         Ending::TimedOut => (Status::TimedOut, Some(timeout_reason)),
@@ -1115,6 +1349,7 @@ fn capture_command(
         stderr_head,
         duration: started.elapsed(),
         scanner,
+        follow,
     }
 }
 
@@ -1273,9 +1508,12 @@ fn capture_file(
         mode,
         timeout,
         timeout_reason,
+        resume,
     } = limits;
     let started = Instant::now();
-    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode, scanner))));
+    let intake = Arc::new(Mutex::new(Some(Intake::new(
+        ctx, budget, mode, scanner, resume,
+    ))));
     let abandoned = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<FileEnd>();
     let spawned = {
@@ -1349,7 +1587,13 @@ fn capture_file(
             started,
         );
     };
-    let (content, raw, redactions, scanner) = intake.finish();
+    let Finished {
+        content,
+        raw,
+        redactions,
+        scanner,
+        follow,
+    } = intake.finish();
     let (status, reason) = match (timed_out, read_error) {
         (Some(timeout_reason), _) => (Status::TimedOut, Some(timeout_reason)),
         (None, Some(err)) if content.is_empty() => {
@@ -1373,6 +1617,7 @@ fn capture_file(
         stderr_head: String::new(),
         duration: started.elapsed(),
         scanner,
+        follow,
     }
 }
 
