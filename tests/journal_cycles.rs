@@ -26,7 +26,7 @@ fn watch(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Ve
         let mut last = None;
         loop {
             let stopping = stop.load(Ordering::SeqCst);
-            if let Ok(data) = std::fs::metadata(&path).and_then(|meta| {
+            if let Ok(Some(data)) = std::fs::metadata(&path).and_then(|meta| {
                 let id = (meta.ino(), meta.len(), meta.mtime_nsec());
                 if last == Some(id) {
                     return Ok(None);
@@ -34,9 +34,7 @@ fn watch(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Ve
                 last = Some(id);
                 std::fs::read(&path).map(Some)
             }) {
-                if let Some(data) = data {
-                    seen.push(data);
-                }
+                seen.push(data);
             }
             if stopping {
                 return seen;
