@@ -74,6 +74,14 @@ async fn a_growing_journal_is_read_once_and_shipped_whole_by_every_bundle() {
     let journal = sc.tmp.path().join("growing-journal.txt");
     let reads = sc.tmp.path().join("journalctl-reads.log");
     std::fs::write(&journal, b"").unwrap();
+    // Round 0 of the journal is there before the agent starts.
+    let grown = std::process::Command::new(common::fake_bin().join("journalctl"))
+        .args(["-b", "0"])
+        .env("FAKE_JOURNAL_FILE", &journal)
+        .env("FAKE_JOURNAL_GROW", GROWTH.to_string())
+        .output()
+        .unwrap();
+    assert!(grown.status.success());
 
     let stored = sc
         .data_dir
@@ -175,8 +183,19 @@ async fn a_growing_journal_is_read_once_and_shipped_whole_by_every_bundle() {
         .filter(|l| l.ends_with(THIS_BOOT_QUERY))
         .map(|l| l.split(' ').next().unwrap().parse().unwrap())
         .collect();
-    assert!(shown.len() >= bundles.len(), "{log}");
-    assert!(shown[0] > GROWTH, "{log}");
-    assert!(shown[1..].iter().all(|&n| n == GROWTH), "{log}");
+    assert!(shown.len() > bundles.len(), "{log}");
+    // The first bundle: a probe of the newest 2000 entries, then the newest
+    // entries the member cap keeps (here all of them).
+    let first: Vec<&str> = log
+        .lines()
+        .filter(|l| l.ends_with(THIS_BOOT_QUERY))
+        .take(2)
+        .map(|l| l.split(' ').nth(2).unwrap())
+        .collect();
+    assert_eq!(first[0], "n=2000", "{log}");
+    assert!(first[1].starts_with("n=") && first[1] != "n=-", "{log}");
+    assert_eq!(shown[0], 2000, "{log}");
+    assert!(shown[1] > GROWTH, "{log}");
+    assert!(shown[2..].iter().all(|&n| n == GROWTH), "{log}");
     sc.final_checks(Some(&base)).await;
 }

@@ -375,6 +375,12 @@ mod tests {
                 super::super::testing::fixtures_bin().display()
             ),
         );
+        // Round 0 of the journal is there before the first bundle.
+        let grown = std::process::Command::new(bin.path().join("journalctl"))
+            .args(["-b", "0"])
+            .output()
+            .unwrap();
+        assert!(grown.status.success());
         let cap: u64 = 5 << 20;
         let mut ctx = context(root.path(), Some(fixture_path(Some(bin.path()))));
         let cache = Arc::new(Mutex::new(Cache::new(cap)));
@@ -433,7 +439,13 @@ mod tests {
             .filter(|l| l.ends_with("-b 0 --no-pager --all -o short-iso-precise"))
             .map(|l| l.split(' ').next().unwrap().parse().unwrap())
             .collect();
-        assert_eq!(this_boot, [20_003, 20_000, 20_000, 20_000], "{reads}");
+        // The first read asks for the newest entries: a probe of 2000 tells
+        // the size of an entry, then all 20,003 fit in what the cap keeps.
+        assert_eq!(this_boot, [2000, 20_003, 20_000, 20_000, 20_000], "{reads}");
+        assert!(
+            reads.lines().next().unwrap().contains(" n=2000 "),
+            "{reads}"
+        );
         // Quiet units: their three lines once, then nothing new.
         let bootkube: Vec<&str> = reads
             .lines()
@@ -444,5 +456,62 @@ mod tests {
         let cache = cache.lock().unwrap();
         assert!(cache.held_bytes() < 2 << 20, "{}", cache.held_bytes());
         assert!(cache.len() > 10);
+    }
+
+    /// A journal far bigger than the member cap: the first bundle asks
+    /// journalctl for the newest entries the cap keeps, not for all of it.
+    #[test]
+    fn first_read_of_a_big_journal_asks_only_for_its_tail() {
+        use std::sync::{Arc, Mutex};
+        let root = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let journal = work.path().join("journal.txt");
+        let log = work.path().join("reads.log");
+        let mut text = String::new();
+        for i in 0..200_000 {
+            let _ = writeln!(text, "2026-11-22T10:00:03.000000+0000 host big[1]: entry {i:07} of a journal far bigger than its cap");
+        }
+        std::fs::write(&journal, &text).unwrap();
+        let bin = tempfile::tempdir().unwrap();
+        script(
+            bin.path(),
+            "journalctl",
+            &format!(
+                "FAKE_JOURNAL_FILE='{}' FAKE_JOURNAL_BYTES_SCOPE=this-boot FAKE_JOURNAL_LOG='{}' \\
+                 exec '{}/journalctl' \"$@\"",
+                journal.display(),
+                log.display(),
+                super::super::testing::fixtures_bin().display()
+            ),
+        );
+        let cap: u64 = 2 << 20;
+        let mut ctx = context(root.path(), Some(fixture_path(Some(bin.path()))));
+        ctx.journal_cache = Some(Arc::new(Mutex::new(Cache::new(cap))));
+        let mut sink = MemorySink::new(cap, u64::MAX);
+        let report = run_collector("journal", collect, &ctx, &mut sink).unwrap();
+        let file = report
+            .files
+            .iter()
+            .find(|f| f.path == "journal/this-boot.log")
+            .unwrap();
+        let data = sink.get("journal/this-boot.log").unwrap();
+        assert_eq!(data.len() as u64, cap);
+        assert!(text.as_bytes().ends_with(data));
+        assert!(file.truncated);
+        let reason = file.reason.as_deref().unwrap();
+        assert!(reason.contains("older entries not read"), "{reason}");
+        assert!(
+            reason.contains("member size cap: kept the last"),
+            "{reason}"
+        );
+        let reads = std::fs::read_to_string(&log).unwrap();
+        let shown: Vec<u64> = reads
+            .lines()
+            .filter(|l| l.ends_with("-b 0 --no-pager --all -o short-iso-precise"))
+            .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        // The probe, then about 1.25x what the cap keeps: not 200,000.
+        assert_eq!(shown[0], 2000, "{reads}");
+        assert!(shown[1] > 20_000 && shown[1] < 40_000, "{reads}");
     }
 }

@@ -666,6 +666,12 @@ impl Members<'_> {
     /// scanner's state so far come from the cache, and the new entries are
     /// redacted, scanned and compressed once. A read that ends without a
     /// cursor (failed, killed) ships what it has and starts afresh next time.
+    ///
+    /// The first read asks for the newest [`TAIL_PROBE_ENTRIES`] entries
+    /// only: when there are fewer, that is the whole stream; otherwise their
+    /// size per entry tells how many entries the member cap keeps, and a
+    /// second read asks journalctl for that many (with a margin) instead of
+    /// streaming a journal of any size through the cap.
     pub fn journal(
         &mut self,
         path: &str,
@@ -698,8 +704,12 @@ impl Members<'_> {
             entry.saved
         });
         limits.resume = Some(Resume { saved, keep });
-        let mut captured =
-            capture_command(self.ctx, "journalctl", &run_args, source.clone(), limits);
+        let first_read = limits.resume.as_ref().is_some_and(|r| r.saved.is_none());
+        let mut captured = if first_read {
+            self.journal_tail(path, &run_args, &source, limits, keep)
+        } else {
+            capture_command(self.ctx, "journalctl", &run_args, source.clone(), limits)
+        };
         adjust(&mut captured);
         let (old_bytes, old_redactions, old_cursor) = carried;
         captured.original_bytes += old_bytes;
@@ -726,6 +736,78 @@ impl Members<'_> {
             }
         }
         self.add(path, captured)
+    }
+
+    /// The first read of a followed journal stream: the newest entries the
+    /// member keeps, asked of journalctl by count (see [`Members::journal`]).
+    fn journal_tail(
+        &mut self,
+        path: &str,
+        run_args: &[OsString],
+        source: &str,
+        limits: CommandLimits,
+        keep: u64,
+    ) -> Captured {
+        let (budget, mode, timeout_reason) =
+            (limits.budget, limits.mode, limits.timeout_reason.clone());
+        let started = Instant::now();
+        let timeout = limits.timeout;
+        let mut probe_args = run_args.to_vec();
+        probe_args.push(format!("--lines={TAIL_PROBE_ENTRIES}").into());
+        let probe = capture_command(
+            self.ctx,
+            "journalctl",
+            &probe_args,
+            source.to_owned(),
+            limits,
+        );
+        let Some(follow) = &probe.follow else {
+            return probe;
+        };
+        if probe.status != Status::Ok || follow.new_lines < TAIL_PROBE_ENTRIES {
+            return probe;
+        }
+        // Lines, not entries: a multi-line entry makes the estimate ask for
+        // more, never for less.
+        let per_line = (follow.new_bytes / follow.new_lines).max(1);
+        let entries = (keep.saturating_mul(5) / 4 / per_line).max(2 * TAIL_PROBE_ENTRIES);
+        let left = timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return probe;
+        }
+        let limits = CommandLimits {
+            budget,
+            scanner: self.sink.scanner(path),
+            mode,
+            timeout: left,
+            timeout_reason,
+            resume: Some(Resume { saved: None, keep }),
+        };
+        let mut tail_args = run_args.to_vec();
+        tail_args.push(format!("--lines={entries}").into());
+        let mut captured = capture_command(
+            self.ctx,
+            "journalctl",
+            &tail_args,
+            source.to_owned(),
+            limits,
+        );
+        if captured
+            .follow
+            .as_ref()
+            .is_some_and(|f| f.new_lines >= entries)
+        {
+            // journalctl had more than it was asked for: older entries were
+            // never read. The member says so like any cut.
+            captured.truncated = true;
+            let note =
+                format!("older entries not read: journalctl was asked for the newest {entries}");
+            captured.reason = Some(match captured.reason.take() {
+                Some(reason) => format!("{reason}; {note}"),
+                None => note,
+            });
+        }
+        captured
     }
 
     /// Reads the absolute host path `host` under the context's root and
@@ -947,6 +1029,8 @@ pub struct Followed {
     pub saved: chunks::Saved,
     /// Source bytes this read took (the cursor line not included).
     pub new_bytes: u64,
+    /// Lines among them.
+    pub new_lines: u64,
     /// Content carried over from earlier bundles.
     pub reused_bytes: u64,
 }
@@ -1002,8 +1086,13 @@ struct FollowIntake {
     held: Vec<u8>,
     /// The last byte passed on (a cursor line starts a line).
     last_passed: Option<u8>,
+    lines: u64,
     reused_bytes: u64,
 }
+
+/// Entries a followed journal stream's first read asks for to learn their
+/// size (and all it needs when the stream is that short).
+pub const TAIL_PROBE_ENTRIES: u64 = 2000;
 
 /// journalctl's `--show-cursor` line, the last of its output.
 const CURSOR_PREFIX: &[u8] = b"-- cursor: ";
@@ -1038,6 +1127,7 @@ impl Intake {
                 let follow = FollowIntake {
                     held: Vec::new(),
                     last_passed: None,
+                    lines: 0,
                     reused_bytes,
                 };
                 (content, Some(follow))
@@ -1064,6 +1154,7 @@ impl Intake {
             );
             return;
         };
+        follow.lines += memchr::memchr_iter(b'\n', data).count() as u64;
         follow.held.extend_from_slice(data);
         if follow.held.len() > 2 * CURSOR_HOLD {
             let n = follow.held.len() - CURSOR_HOLD;
@@ -1106,6 +1197,7 @@ impl Intake {
                     let text = String::from_utf8_lossy(&body[start + CURSOR_PREFIX.len()..]);
                     cursor = Some(text.trim().to_owned()).filter(|c| !c.is_empty());
                     self.raw -= (held.len() - start) as u64;
+                    follow.lines -= 1;
                     held.truncate(start);
                 }
             }
@@ -1128,6 +1220,7 @@ impl Intake {
             cursor,
             saved: content.save(),
             new_bytes: self.raw,
+            new_lines: f.lines,
             reused_bytes: f.reused_bytes,
         });
         Finished {
