@@ -660,7 +660,7 @@ impl Members<'_> {
     }
 
     /// Runs `journalctl args…` for member `path`. With a journal cache in
-    /// the context, the member carries on from the previous bundle's read:
+    /// the context (the running agent), the member carries on from the previous bundle's read:
     /// journalctl is asked only for the entries after that read's cursor
     /// (`--after-cursor`, `--show-cursor`), the content and the diagnosis
     /// scanner's state so far come from the cache, and the new entries are
@@ -678,9 +678,13 @@ impl Members<'_> {
         args: Vec<OsString>,
         adjust: impl FnOnce(&mut Captured),
     ) -> io::Result<()> {
-        let Some(cache) = self.ctx.journal_cache.clone() else {
-            return self.command_adjusted(path, "journalctl", args, adjust);
-        };
+        // A one-off bundle (`collect`) follows no cursor later, but reads
+        // the tail the same way: a throwaway cache that starts empty.
+        let cache = self
+            .ctx
+            .journal_cache
+            .clone()
+            .unwrap_or_else(|| Arc::new(Mutex::new(journal::Cache::new(0))));
         let source = command_line("journalctl", &args);
         let Some(mut limits) = self.limits(path, &source, Opts::default(), "killed") else {
             return Ok(());
@@ -706,6 +710,7 @@ impl Members<'_> {
         limits.resume = Some(Resume { saved, keep });
         let first_read = limits.resume.as_ref().is_some_and(|r| r.saved.is_none());
         let mut captured = if first_read {
+            let keep = keep.max(limits.budget.bytes);
             self.journal_tail(path, &run_args, &source, limits, keep)
         } else {
             capture_command(self.ctx, "journalctl", &run_args, source.clone(), limits)
