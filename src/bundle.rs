@@ -352,10 +352,17 @@ impl<W: Write> TarSink<W> {
     }
 
     /// Tar bytes to compress with the next gzip member.
-    fn plain(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.pending.extend_from_slice(bytes);
-        if self.pending.len() >= PENDING_BYTES {
-            self.flush_pending()?;
+    fn plain(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+        // In pieces: a member's plain head or tail (up to a chunk) must not
+        // grow the buffer past its size.
+        while !bytes.is_empty() {
+            let room = PENDING_BYTES.saturating_sub(self.pending.len()).max(1);
+            let take = bytes.len().min(room);
+            self.pending.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.pending.len() >= PENDING_BYTES {
+                self.flush_pending()?;
+            }
         }
         Ok(())
     }
