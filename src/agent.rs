@@ -262,10 +262,12 @@ impl Reporter {
         crate::redact::install_for_logs(&redactor);
         let mut collect =
             CollectContext::new(config.root.clone(), config.command_timeout, redactor);
-        // Big members wait on disk, not in memory: the state directory is on
-        // the host's disk, where $TMPDIR may be RAM.
-        collect.spill_dir = Some(config.state_dir.clone());
         collect.kubelet_healthz_url = Some(config.kubelet_healthz_url.to_string());
+        // Each journal byte is read once per run: later bundles continue the
+        // journal members from where the last one stopped (collect::journal).
+        collect.journal_cache = Some(std::sync::Arc::new(std::sync::Mutex::new(
+            crate::collect::journal::Cache::new(BundleLimits::default().member_bytes),
+        )));
         let herd = HerdSpread::new(config.host_id, &boot_id, fastrand::u64(..));
         Ok(Self {
             cluster_id: config.cluster_id,

@@ -2,12 +2,15 @@
 //! and a `manifest.json` saying what each member is, where it came from and
 //! what was cut, skipped, redacted or failed.
 //!
-//! Members are streamed: each is gathered into a bounded spool (memory for
-//! small ones, an unlinked temporary file of at most one member cap for big
-//! ones, see `collect::spool`), then copied into the tar stream before the
-//! next is gathered. Peak memory is a few hundred KiB of buffers whatever the
-//! inputs weigh, the output can be a pipe to the network, and the disk never
-//! holds more than one member cap.
+//! Members are streamed: each is gathered, already compressed, into bounded
+//! chunks in memory (`collect::chunks`), then written out before the next is
+//! gathered. The archive is a row of gzip members (RFC 1952 allows any
+//! number; gzip, GNU tar, Python's tarfile and Go read them as one stream):
+//! tar headers, paddings and small members share gzip members compressed
+//! here, a big member's chunks are copied as they are. Nothing touches the
+//! disk, the output can be a pipe to the network, and memory holds at most
+//! one member's compressed chunks (`chunks::COMPRESSED_CAP`) besides the
+//! journal cache of a long-running agent.
 //!
 //! Caps: 64 MiB per member, 200 MiB in all (below assisted-service's
 //! 250 MiB upload limit even before compression), and a cap per collector
@@ -17,6 +20,12 @@
 //! `docs/bundle.md` has the layout, the caps and the redaction rules.
 
 use std::io::{Read, Write};
+
+use crate::collect::chunks::Content;
+
+/// Plain tar bytes (headers, small members) compressed together into one
+/// gzip member: enough for deflate's window, little memory.
+const PENDING_BYTES: usize = 256 << 10;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
@@ -125,7 +134,9 @@ pub struct Manifest {
     /// Secrets replaced in all members.
     #[serde(default)]
     pub redactions: usize,
-    /// Bytes written to temporary spill files while building the bundle.
+    /// Bytes written to temporary files while building the bundle: always 0
+    /// since members wait compressed in memory (older agents spilled big
+    /// members to an unlinked file); kept for the readers of both.
     #[serde(default)]
     pub spill_bytes: u64,
     /// One line naming the worst finding of the bootstrap service records
@@ -191,7 +202,9 @@ pub fn write_bundle<W: Write>(
 ) -> anyhow::Result<(Manifest, W)> {
     let now = SystemTime::now();
     let mut sink = TarSink {
-        builder: tar::Builder::new(GzEncoder::new(out, Compression::new(GZIP_LEVEL))),
+        out,
+        pending: Vec::new(),
+        headers: tar::Builder::new(Vec::new()),
         limits: *limits,
         used: 0,
         mtime: now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
@@ -245,11 +258,7 @@ pub fn write_bundle<W: Write>(
         limits: *limits,
         total_bytes: sink.used,
         redactions: collectors.iter().map(CollectorReport::redactions).sum(),
-        spill_bytes: collectors
-            .iter()
-            .flat_map(|c| &c.files)
-            .map(|f| f.spilled_bytes)
-            .sum(),
+        spill_bytes: 0,
         records_digest: collectors
             .iter()
             .find(|c| c.name == RECORDS_COLLECTOR)
@@ -265,11 +274,7 @@ pub fn write_bundle<W: Write>(
     sink.append_member(MANIFEST_NAME, json.len() as u64, &mut json.as_slice())
         .context("writing manifest.json")?;
 
-    let gz = sink
-        .builder
-        .into_inner()
-        .context("finishing the tar stream")?;
-    let out = gz.finish().context("finishing the gzip stream")?;
+    let out = sink.finish().context("finishing the archive")?;
     Ok((manifest, out))
 }
 
@@ -311,7 +316,12 @@ fn write_diagnosis<W: Write>(
 }
 
 struct TarSink<W: Write> {
-    builder: tar::Builder<GzEncoder<W>>,
+    out: W,
+    /// Tar bytes (headers, paddings, small members) waiting to be
+    /// compressed together into the next gzip member.
+    pending: Vec<u8>,
+    /// Formats headers (GNU long names included) into its buffer.
+    headers: tar::Builder<Vec<u8>>,
     limits: BundleLimits,
     used: u64,
     mtime: u64,
@@ -335,25 +345,87 @@ impl<W: Write> TarSink<W> {
         header
     }
 
-    fn append_dir(&mut self) -> std::io::Result<()> {
-        let mut header = self.header(0, 0o755, tar::EntryType::Directory);
-        self.builder
-            .append_data(&mut header, format!("{TOP_DIR}/"), std::io::empty())
+    /// The header (and GNU long-name entry) of member `name`.
+    fn header_bytes(&mut self, header: &mut tar::Header, name: &str) -> std::io::Result<Vec<u8>> {
+        self.headers.append_data(header, name, std::io::empty())?;
+        Ok(std::mem::take(self.headers.get_mut()))
     }
 
-    fn append_member(&mut self, path: &str, size: u64, data: &mut dyn Read) -> std::io::Result<()> {
+    /// Tar bytes to compress with the next gzip member.
+    fn plain(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+        // In pieces: a member's plain head or tail (up to a chunk) must not
+        // grow the buffer past its size.
+        while !bytes.is_empty() {
+            let room = PENDING_BYTES.saturating_sub(self.pending.len()).max(1);
+            let take = bytes.len().min(room);
+            self.pending.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.pending.len() >= PENDING_BYTES {
+                self.flush_pending()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Compresses what is pending into one gzip member.
+    fn flush_pending(&mut self) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut gz = GzEncoder::new(&mut self.out, Compression::new(GZIP_LEVEL));
+        gz.write_all(&self.pending)?;
+        gz.finish()?;
+        self.pending.clear();
+        Ok(())
+    }
+
+    fn padding(&mut self, size: u64) -> std::io::Result<()> {
+        let rest = usize::try_from(size % 512).unwrap_or(0);
+        if rest > 0 {
+            self.plain(&[0u8; 512][rest..])?;
+        }
+        Ok(())
+    }
+
+    fn append_dir(&mut self) -> std::io::Result<()> {
+        let mut header = self.header(0, 0o755, tar::EntryType::Directory);
+        let bytes = self.header_bytes(&mut header, &format!("{TOP_DIR}/"))?;
+        self.plain(&bytes)
+    }
+
+    fn member_header(&mut self, path: &str, size: u64) -> std::io::Result<()> {
         let mut header = self.header(size, 0o644, tar::EntryType::Regular);
+        let name = format!("{TOP_DIR}/{}", self.names.redact_str(path));
+        let bytes = self.header_bytes(&mut header, &name)?;
+        self.plain(&bytes)
+    }
+
+    /// A small member the bundle writes itself (diagnosis, manifest).
+    fn append_member(&mut self, path: &str, size: u64, data: &mut dyn Read) -> std::io::Result<()> {
+        self.member_header(path, size)?;
         // tar pads to the size in the header; a short read would shift every
         // later member, so insist on exactly `size` bytes.
         let mut exact = ExactReader {
             inner: data.take(size),
             left: size,
         };
-        self.builder.append_data(
-            &mut header,
-            format!("{TOP_DIR}/{}", self.names.redact_str(path)),
-            &mut exact,
-        )
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let n = exact.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            self.plain(&buf[..n])?;
+        }
+        self.padding(size)
+    }
+
+    /// The end-of-archive blocks, the last gzip member, and `out` back.
+    fn finish(mut self) -> std::io::Result<W> {
+        self.plain(&[0u8; 1024])?;
+        self.flush_pending()?;
+        self.out.flush()?;
+        Ok(self.out)
     }
 }
 
@@ -375,6 +447,22 @@ impl<W: Write> Sink for TarSink<W> {
 
     fn append(&mut self, path: &str, size: u64, data: &mut dyn Read) -> std::io::Result<()> {
         self.append_member(path, size, data)?;
+        self.used += size;
+        Ok(())
+    }
+
+    /// Header and plain parts compressed here, sealed chunks copied as
+    /// they are: each is a complete gzip member already.
+    fn append_content(&mut self, path: &str, content: &Content) -> std::io::Result<()> {
+        let size = content.len();
+        self.member_header(path, size)?;
+        self.plain(&content.head)?;
+        for chunk in &content.sealed {
+            self.flush_pending()?;
+            self.out.write_all(&chunk.gz)?;
+        }
+        self.plain(&content.tail)?;
+        self.padding(size)?;
         self.used += size;
         Ok(())
     }
@@ -472,7 +560,7 @@ mod tests {
     }
 
     fn unpack(gz: &[u8]) -> Vec<(String, tar::Header, Vec<u8>)> {
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(gz));
+        let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(gz));
         archive
             .entries()
             .unwrap()
@@ -551,7 +639,7 @@ mod tests {
             .count();
         assert_eq!(redacted, with_output);
         let mut plain = Vec::new();
-        flate2::read::GzDecoder::new(gz.as_slice())
+        flate2::read::MultiGzDecoder::new(gz.as_slice())
             .read_to_end(&mut plain)
             .unwrap();
         assert!(!String::from_utf8_lossy(&plain).contains("sekrit-token"));

@@ -122,7 +122,7 @@ pub fn read_members<R: Read>(
 ) -> Result<(), BundleError> {
     let tripped = Arc::new(AtomicBool::new(false));
     let capped = Capped {
-        inner: flate2::read::GzDecoder::new(BufReader::new(compressed)),
+        inner: flate2::read::MultiGzDecoder::new(BufReader::new(compressed)),
         read: 0,
         cap: max_uncompressed,
         tripped: Arc::clone(&tripped),

@@ -57,10 +57,6 @@ pub struct CollectArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
     pub member_max_bytes: u64,
 
-    /// Where members too big for memory wait for the archive [default: $TMPDIR].
-    #[arg(long, value_name = "DIR")]
-    pub spill_dir: Option<PathBuf>,
-
     /// kubelet's health endpoint, asked once.
     #[arg(long, value_name = "URL", default_value = DEFAULT_KUBELET_HEALTHZ_URL)]
     pub kubelet_healthz_url: String,
@@ -179,7 +175,6 @@ pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manife
     let redactor = Redactor::new(secrets);
     crate::redact::install_for_logs(&redactor);
     let mut ctx = CollectContext::new(args.root.clone(), args.command_timeout, redactor);
-    ctx.spill_dir.clone_from(&args.spill_dir);
     ctx.kubelet_healthz_url = Some(args.kubelet_healthz_url.clone());
     let boot_id = ctx
         .read_host_file("/proc/sys/kernel/random/boot_id", 64, args.command_timeout)

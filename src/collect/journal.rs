@@ -14,12 +14,100 @@
 //!
 //! When the context's root is a sysroot, journalctl reads that root's
 //! journal through `--root=`.
+//!
+//! The long-running agent reads each byte of the journal once per boot: a
+//! [`Cache`] keeps, between bundles, every journal member as it was shipped
+//! (redacted, compressed chunks), journalctl's cursor after its last entry,
+//! and the diagnosis scanner's state; the next bundle asks journalctl only
+//! for the entries after the cursor (`Members::journal`).
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io;
 
+use super::chunks::Saved;
 use super::{Captured, CollectContext, Members, Status};
+use crate::diagnose::Scanner;
+
+/// Most memory the cache may hold: with the default caps a journal member
+/// compresses to a few MiB, so this keeps this boot's journal and the
+/// noisy units of a busy host; a member that does not fit is read afresh
+/// by each bundle, as without a cache.
+pub const CACHE_BYTES: u64 = 12 << 20;
+
+/// The journal members of earlier bundles, by member path.
+#[derive(Debug)]
+pub struct Cache {
+    entries: BTreeMap<String, CacheEntry>,
+    /// Bytes a member keeps for later bundles (the member cap).
+    keep: u64,
+}
+
+/// One member's stream as the last bundle left it.
+#[derive(Debug)]
+pub struct CacheEntry {
+    /// The command line (without the cursor options): another one starts afresh.
+    pub source: String,
+    /// journalctl's cursor of the last entry read.
+    pub cursor: String,
+    pub saved: Saved,
+    /// Source bytes read so far, for the manifest's `original_bytes`.
+    pub original_bytes: u64,
+    /// Secrets replaced so far.
+    pub redactions: usize,
+    /// The diagnosis scanner's state after the last entry read.
+    pub scanner: Option<Scanner>,
+}
+
+impl Cache {
+    pub fn new(keep: u64) -> Self {
+        Self {
+            entries: BTreeMap::new(),
+            keep,
+        }
+    }
+
+    /// Takes member `path`'s entry out if it was read by the same command;
+    /// also says how much a member keeps.
+    pub fn take(&mut self, path: &str, source: &str) -> (Option<CacheEntry>, u64) {
+        let entry = self.entries.remove(path).filter(|e| e.source == source);
+        (entry, self.keep)
+    }
+
+    /// Keeps `entry` for the next bundle, unless the cache is full.
+    pub fn put(&mut self, path: &str, entry: CacheEntry) {
+        let others: u64 = self
+            .entries
+            .iter()
+            .filter(|(p, _)| p.as_str() != path)
+            .map(|(_, e)| e.saved.held_bytes())
+            .sum();
+        if others + entry.saved.held_bytes() > CACHE_BYTES {
+            tracing::debug!(
+                member = path,
+                "the journal cache is full: this member is read afresh by the next bundle"
+            );
+            self.entries.remove(path);
+            return;
+        }
+        self.entries.insert(path.to_owned(), entry);
+    }
+
+    /// Memory the cache holds.
+    pub fn held_bytes(&self) -> u64 {
+        self.entries.values().map(|e| e.saved.held_bytes()).sum()
+    }
+
+    /// Members cached.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
 
 /// `--all` keeps lines with control characters (kubelet's and crio's colour
 /// codes) instead of `[N blob data]`; the bytes are shipped as they are.
@@ -85,18 +173,17 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
     // Ignition runs in the initramfs, under its own syslog identifier.
     let mut ignition = vec!["-b", "0", "-t", "ignition"];
     ignition.extend(OUTPUT);
-    m.command("journal/units/ignition.log", "journalctl", args(&ignition))?;
+    m.journal("journal/units/ignition.log", args(&ignition), |_| {})?;
     let mut this_boot = vec!["-b", "0"];
     this_boot.extend(OUTPUT);
-    m.command("journal/this-boot.log", "journalctl", args(&this_boot))?;
+    m.journal("journal/this-boot.log", args(&this_boot), |_| {})?;
     for unit in NOISY_UNITS {
         unit_log(m, &args, unit)?;
     }
     let mut previous = OUTPUT.to_vec();
     previous.extend(["-b", "-1"]);
-    m.command_adjusted(
+    m.journal(
         "journal/previous-boot.log",
-        "journalctl",
         args(&previous),
         no_previous_boot_is_a_skip,
     )
@@ -136,10 +223,10 @@ fn unit_log(
     let service = format!("{unit}.service");
     let mut unit_args = vec!["-b", "0", "-u", service.as_str()];
     unit_args.extend(OUTPUT);
-    m.command(
+    m.journal(
         &format!("journal/units/{unit}.log"),
-        "journalctl",
         args(&unit_args),
+        |_| {},
     )
 }
 
@@ -263,5 +350,168 @@ mod tests {
             .members
             .iter()
             .all(|(_, d)| !String::from_utf8_lossy(d).contains("sekrit-token")));
+    }
+
+    /// The long-running agent's journal over several bundles: each bundle
+    /// holds the whole journal in order (up to the member cap, which drops
+    /// the oldest part), while journalctl is asked only for what is new.
+    #[test]
+    fn cached_journal_is_read_once_and_capped_across_bundles() {
+        use std::sync::{Arc, Mutex};
+        let root = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let journal = work.path().join("journal.txt");
+        let log = work.path().join("reads.log");
+        std::fs::write(&journal, b"").unwrap();
+        let bin = tempfile::tempdir().unwrap();
+        script(
+            bin.path(),
+            "journalctl",
+            &format!(
+                "FAKE_JOURNAL_FILE='{}' FAKE_JOURNAL_GROW=20000 FAKE_JOURNAL_BYTES_SCOPE=this-boot \\
+                 FAKE_JOURNAL_LOG='{}' exec '{}/journalctl' \"$@\"",
+                journal.display(),
+                log.display(),
+                super::super::testing::fixtures_bin().display()
+            ),
+        );
+        // Round 0 of the journal is there before the first bundle.
+        let grown = std::process::Command::new(bin.path().join("journalctl"))
+            .args(["-b", "0"])
+            .output()
+            .unwrap();
+        assert!(grown.status.success());
+        let cap: u64 = 5 << 20;
+        let mut ctx = context(root.path(), Some(fixture_path(Some(bin.path()))));
+        let cache = Arc::new(Mutex::new(Cache::new(cap)));
+        ctx.journal_cache = Some(Arc::clone(&cache));
+
+        let mut header = Vec::new();
+        for round in 0..4 {
+            let mut sink = MemorySink::new(cap, u64::MAX);
+            let report = run_collector("journal", collect, &ctx, &mut sink).unwrap();
+            let file = report
+                .files
+                .iter()
+                .find(|f| f.path == "journal/this-boot.log")
+                .unwrap();
+            assert_eq!(file.status, Status::Ok, "{file:?}");
+            let data = sink.get("journal/this-boot.log").unwrap();
+            if round == 0 {
+                let third = data
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &b)| b == b'\n')
+                    .nth(2)
+                    .unwrap()
+                    .0;
+                header = data[..=third].to_vec();
+                assert_eq!(file.reused_bytes, 0);
+            } else {
+                assert!(file.reused_bytes > 0, "{file:?}");
+            }
+            // The whole journal so far, in order, its newest `cap` bytes.
+            let mut whole = header.clone();
+            whole.extend(std::fs::read(&journal).unwrap());
+            let kept = whole.len().min(usize::try_from(cap).unwrap());
+            assert_eq!(data.len(), kept, "round {round}");
+            assert!(data == &whole[whole.len() - kept..], "round {round}");
+            assert!(data.ends_with(
+                format!("round {round} line 20000 padding-padding-padding-padding-padding\n")
+                    .as_bytes()
+            ));
+            assert_eq!(file.truncated, whole.len() > kept, "round {round}");
+            assert_eq!(file.original_bytes.is_some(), file.truncated);
+            if file.truncated {
+                assert_eq!(file.original_bytes, Some(whole.len() as u64));
+            }
+            // No cursor line and no "-- No entries --" in any member.
+            for (path, data) in &sink.members {
+                let text = String::from_utf8_lossy(data);
+                assert!(!text.contains("-- cursor:"), "{path}: {text}");
+                assert!(!text.contains("-- No entries --"), "{path}");
+            }
+        }
+        // journalctl showed each entry of this boot's journal once.
+        let reads = std::fs::read_to_string(&log).unwrap();
+        let this_boot: Vec<u64> = reads
+            .lines()
+            .filter(|l| l.ends_with("-b 0 --no-pager --all -o short-iso-precise"))
+            .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        // The first read asks for the newest entries: a probe of 2000 tells
+        // the size of an entry, then all 20,003 fit in what the cap keeps.
+        assert_eq!(this_boot, [2000, 20_003, 20_000, 20_000, 20_000], "{reads}");
+        assert!(
+            reads.lines().next().unwrap().contains(" n=2000 "),
+            "{reads}"
+        );
+        // Quiet units: their three lines once, then nothing new.
+        let bootkube: Vec<&str> = reads
+            .lines()
+            .filter(|l| l.contains("-u bootkube.service"))
+            .map(|l| l.split(' ').next().unwrap())
+            .collect();
+        assert_eq!(bootkube, ["3", "0", "0", "0"], "{reads}");
+        let cache = cache.lock().unwrap();
+        assert!(cache.held_bytes() < 2 << 20, "{}", cache.held_bytes());
+        assert!(cache.len() > 10);
+    }
+
+    /// A journal far bigger than the member cap: the first bundle asks
+    /// journalctl for the newest entries the cap keeps, not for all of it.
+    #[test]
+    fn first_read_of_a_big_journal_asks_only_for_its_tail() {
+        use std::sync::{Arc, Mutex};
+        let root = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let journal = work.path().join("journal.txt");
+        let log = work.path().join("reads.log");
+        let mut text = String::new();
+        for i in 0..200_000 {
+            let _ = writeln!(text, "2026-11-22T10:00:03.000000+0000 host big[1]: entry {i:07} of a journal far bigger than its cap");
+        }
+        std::fs::write(&journal, &text).unwrap();
+        let bin = tempfile::tempdir().unwrap();
+        script(
+            bin.path(),
+            "journalctl",
+            &format!(
+                "FAKE_JOURNAL_FILE='{}' FAKE_JOURNAL_BYTES_SCOPE=this-boot FAKE_JOURNAL_LOG='{}' \\
+                 exec '{}/journalctl' \"$@\"",
+                journal.display(),
+                log.display(),
+                super::super::testing::fixtures_bin().display()
+            ),
+        );
+        let cap: u64 = 2 << 20;
+        let mut ctx = context(root.path(), Some(fixture_path(Some(bin.path()))));
+        ctx.journal_cache = Some(Arc::new(Mutex::new(Cache::new(cap))));
+        let mut sink = MemorySink::new(cap, u64::MAX);
+        let report = run_collector("journal", collect, &ctx, &mut sink).unwrap();
+        let file = report
+            .files
+            .iter()
+            .find(|f| f.path == "journal/this-boot.log")
+            .unwrap();
+        let data = sink.get("journal/this-boot.log").unwrap();
+        assert_eq!(data.len() as u64, cap);
+        assert!(text.as_bytes().ends_with(data));
+        assert!(file.truncated);
+        let reason = file.reason.as_deref().unwrap();
+        assert!(reason.contains("older entries not read"), "{reason}");
+        assert!(
+            reason.contains("member size cap: kept the last"),
+            "{reason}"
+        );
+        let reads = std::fs::read_to_string(&log).unwrap();
+        let shown: Vec<u64> = reads
+            .lines()
+            .filter(|l| l.ends_with("-b 0 --no-pager --all -o short-iso-precise"))
+            .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        // The probe, then about 1.25x what the cap keeps: not 200,000.
+        assert_eq!(shown[0], 2000, "{reads}");
+        assert!(shown[1] > 20_000 && shown[1] < 40_000, "{reads}");
     }
 }

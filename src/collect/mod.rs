@@ -5,9 +5,9 @@
 //! (`journal/this-boot.log` from `journalctl …`, `network/resolv.conf` from a
 //! host file) and [`Members`] does the rest the same way for all of them:
 //! runs the command with a deadline or reads the file under [`CollectContext::root`],
-//! streams the bytes through the redactor into a [`spool::Spool`] bounded by
-//! the budget (keeping the newest bytes), hands the finished member to the
-//! [`Sink`] and records a [`FileReport`] for the manifest.
+//! streams the bytes through the redactor into compressed [`chunks::Chunks`]
+//! bounded by the budget (keeping the newest bytes), hands the finished
+//! member to the [`Sink`] and records a [`FileReport`] for the manifest.
 //!
 //! Every collector has its own size cap and time limit ([`Collector`]), on
 //! top of the member cap and the bundle cap the sink enforces, so no source
@@ -21,12 +21,12 @@
 //! `CollectContext` is shared with the agent; the rest belongs to the
 //! collectors.
 
+pub mod chunks;
 pub mod crio;
 pub mod journal;
 pub mod mounts;
 pub mod network;
 pub mod records;
-pub mod spool;
 pub mod system;
 pub mod systemd;
 
@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use crate::bundle::escape_controls;
 use crate::diagnose::{Placement, Scanner};
 use crate::redact::{Mode, Redactor, StreamRedactor};
-use spool::Spool;
+use chunks::{Chunks, Content};
 
 /// Everything a collector needs to know about the host it reads.
 #[derive(Debug, Clone)]
@@ -59,23 +59,24 @@ pub struct CollectContext {
     /// Tests point it at fixture scripts without touching the process-wide
     /// environment, which parallel tests share.
     pub path_env: Option<OsString>,
-    /// Where members too big for memory wait for the archive (an unlinked
-    /// file of at most one member cap); `None` = `$TMPDIR`.
-    pub spill_dir: Option<PathBuf>,
     /// kubelet's health endpoint, asked once per bundle; `None` = not asked.
     pub kubelet_healthz_url: Option<String>,
+    /// The journal streams read by earlier bundles of this run, continued
+    /// from their cursors (`journal::Cache`); `None` = every bundle reads
+    /// the journal from its start (`collect`, a one-off bundle).
+    pub journal_cache: Option<Arc<Mutex<journal::Cache>>>,
 }
 
 impl CollectContext {
-    /// A context with no spill directory preference and no kubelet probe.
+    /// A context with no kubelet probe.
     pub fn new(root: PathBuf, command_timeout: Duration, redactor: Redactor) -> Self {
         Self {
             root,
             command_timeout,
             redactor,
             path_env: None,
-            spill_dir: None,
             kubelet_healthz_url: None,
+            journal_cache: None,
         }
     }
 
@@ -88,10 +89,6 @@ impl CollectContext {
                 .root
                 .components()
                 .all(|c| matches!(c, Component::RootDir | Component::CurDir))
-    }
-
-    pub fn spill_dir(&self) -> PathBuf {
-        self.spill_dir.clone().unwrap_or_else(std::env::temp_dir)
     }
 
     /// Where an absolute host path lives under `root`, for display: every
@@ -207,11 +204,6 @@ impl Status {
     }
 }
 
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// One member a collector tried to produce.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileReport {
@@ -233,9 +225,15 @@ pub struct FileReport {
     /// Secrets replaced in this member.
     pub redactions: usize,
     pub duration_ms: u64,
-    /// Bytes that went through the temporary spill file.
+    /// Bytes of the member carried over from earlier bundles of the same
+    /// run without reading them again (the journal cache).
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub spilled_bytes: u64,
+    pub reused_bytes: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One collector's entry in the manifest.
@@ -291,6 +289,12 @@ pub trait Sink {
     /// Adds one complete member (`path` relative to the bundle's top dir) of
     /// exactly `size` bytes read from `data`.
     fn append(&mut self, path: &str, size: u64, data: &mut dyn Read) -> io::Result<()>;
+
+    /// Adds one complete member gathered as [`Content`]. The archive writer
+    /// copies its compressed chunks as they are; others read it plainly.
+    fn append_content(&mut self, path: &str, content: &Content) -> io::Result<()> {
+        self.append(path, content.len(), &mut content.reader())
+    }
 
     /// A line observer for member `path`, fed the same redacted bytes as the
     /// member on their way in (the diagnosis engine); `None` = not observed.
@@ -655,6 +659,162 @@ impl Members<'_> {
         self.add(path, captured)
     }
 
+    /// Runs `journalctl args…` for member `path`. With a journal cache in
+    /// the context (the running agent), the member carries on from the previous bundle's read:
+    /// journalctl is asked only for the entries after that read's cursor
+    /// (`--after-cursor`, `--show-cursor`), the content and the diagnosis
+    /// scanner's state so far come from the cache, and the new entries are
+    /// redacted, scanned and compressed once. A read that ends without a
+    /// cursor (failed, killed) ships what it has and starts afresh next time.
+    ///
+    /// The first read asks for the newest [`TAIL_PROBE_ENTRIES`] entries
+    /// only: when there are fewer, that is the whole stream; otherwise their
+    /// size per entry tells how many entries the member cap keeps, and a
+    /// second read asks journalctl for that many (with a margin) instead of
+    /// streaming a journal of any size through the cap.
+    pub fn journal(
+        &mut self,
+        path: &str,
+        args: Vec<OsString>,
+        adjust: impl FnOnce(&mut Captured),
+    ) -> io::Result<()> {
+        // A one-off bundle (`collect`) follows no cursor later, but reads
+        // the tail the same way: a throwaway cache that starts empty.
+        let cache = self
+            .ctx
+            .journal_cache
+            .clone()
+            .unwrap_or_else(|| Arc::new(Mutex::new(journal::Cache::new(0))));
+        let source = command_line("journalctl", &args);
+        let Some(mut limits) = self.limits(path, &source, Opts::default(), "killed") else {
+            return Ok(());
+        };
+        let (entry, keep) = cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(path, &source);
+        let mut run_args = args;
+        // --quiet: no "-- No entries --" when nothing is new.
+        run_args.extend(["--quiet", "--show-cursor"].map(OsString::from));
+        let mut carried = (0, 0, None);
+        let saved = entry.map(|entry| {
+            if limits.scanner.is_some() {
+                limits.scanner = entry.scanner;
+            }
+            let mut after = OsString::from("--after-cursor=");
+            after.push(&entry.cursor);
+            run_args.push(after);
+            carried = (entry.original_bytes, entry.redactions, Some(entry.cursor));
+            entry.saved
+        });
+        limits.resume = Some(Resume { saved, keep });
+        let first_read = limits.resume.as_ref().is_some_and(|r| r.saved.is_none());
+        let mut captured = if first_read {
+            let keep = keep.max(limits.budget.bytes);
+            self.journal_tail(path, &run_args, &source, limits, keep)
+        } else {
+            capture_command(self.ctx, "journalctl", &run_args, source.clone(), limits)
+        };
+        adjust(&mut captured);
+        let (old_bytes, old_redactions, old_cursor) = carried;
+        captured.original_bytes += old_bytes;
+        captured.redactions += old_redactions;
+        if let Some(follow) = &captured.follow {
+            let cursor = match &follow.cursor {
+                Some(cursor) => Some(cursor.clone()),
+                None if follow.new_bytes == 0 => old_cursor,
+                None => None,
+            };
+            if let (Some(cursor), Status::Ok) = (cursor, captured.status) {
+                let entry = journal::CacheEntry {
+                    source,
+                    cursor,
+                    saved: follow.saved.clone(),
+                    original_bytes: captured.original_bytes,
+                    redactions: captured.redactions,
+                    scanner: captured.scanner.as_ref().map(Scanner::resumed),
+                };
+                cache
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .put(path, entry);
+            }
+        }
+        self.add(path, captured)
+    }
+
+    /// The first read of a followed journal stream: the newest entries the
+    /// member keeps, asked of journalctl by count (see [`Members::journal`]).
+    fn journal_tail(
+        &mut self,
+        path: &str,
+        run_args: &[OsString],
+        source: &str,
+        limits: CommandLimits,
+        keep: u64,
+    ) -> Captured {
+        let (budget, mode, timeout_reason) =
+            (limits.budget, limits.mode, limits.timeout_reason.clone());
+        let started = Instant::now();
+        let timeout = limits.timeout;
+        let mut probe_args = run_args.to_vec();
+        probe_args.push(format!("--lines={TAIL_PROBE_ENTRIES}").into());
+        let probe = capture_command(
+            self.ctx,
+            "journalctl",
+            &probe_args,
+            source.to_owned(),
+            limits,
+        );
+        let Some(follow) = &probe.follow else {
+            return probe;
+        };
+        if probe.status != Status::Ok || follow.new_lines < TAIL_PROBE_ENTRIES {
+            return probe;
+        }
+        // Lines, not entries: a multi-line entry makes the estimate ask for
+        // more, never for less.
+        let per_line = (follow.new_bytes / follow.new_lines).max(1);
+        let entries = (keep.saturating_mul(5) / 4 / per_line).max(2 * TAIL_PROBE_ENTRIES);
+        let left = timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return probe;
+        }
+        let limits = CommandLimits {
+            budget,
+            scanner: self.sink.scanner(path),
+            mode,
+            timeout: left,
+            timeout_reason,
+            resume: Some(Resume { saved: None, keep }),
+        };
+        let mut tail_args = run_args.to_vec();
+        tail_args.push(format!("--lines={entries}").into());
+        let mut captured = capture_command(
+            self.ctx,
+            "journalctl",
+            &tail_args,
+            source.to_owned(),
+            limits,
+        );
+        if captured
+            .follow
+            .as_ref()
+            .is_some_and(|f| f.new_lines >= entries)
+        {
+            // journalctl had more than it was asked for: older entries were
+            // never read. The member says so like any cut.
+            captured.truncated = true;
+            let note =
+                format!("older entries not read: journalctl was asked for the newest {entries}");
+            captured.reason = Some(match captured.reason.take() {
+                Some(reason) => format!("{reason}; {note}"),
+                None => note,
+            });
+        }
+        captured
+    }
+
     /// Reads the absolute host path `host` under the context's root and
     /// stores it as `path`.
     pub fn file(&mut self, path: &str, host: &str) -> io::Result<()> {
@@ -711,6 +871,7 @@ impl Members<'_> {
             mode: opts.mode,
             timeout,
             timeout_reason,
+            resume: None,
         })
     }
 
@@ -724,8 +885,9 @@ impl Members<'_> {
             self.record_skip(path, source.to_owned(), budget.reason.to_owned());
             return Ok(());
         }
-        let mut content = Spool::new(data.len() as u64, &self.ctx.spill_dir());
+        let mut content = Chunks::new(data.len() as u64);
         content.write(&data);
+        let content = content.finish();
         let scanner = self.sink.scanner(path).map(|mut scanner| {
             scanner.feed(&data);
             scanner
@@ -744,6 +906,7 @@ impl Members<'_> {
                 stderr_head: String::new(),
                 duration: started.elapsed(),
                 scanner,
+                follow: None,
             },
         )
     }
@@ -771,7 +934,7 @@ impl Members<'_> {
             original_bytes: None,
             redactions: 0,
             duration_ms: 0,
-            spilled_bytes: 0,
+            reused_bytes: 0,
         });
     }
 
@@ -786,25 +949,15 @@ impl Members<'_> {
             Status::Skipped => false,
         };
         let dropped = captured.content.seen() - size;
-        // Only a cut member needs its own line count (to renumber the
-        // evidence); counting rides on the copy into the archive.
-        let mut lines = LineCount::default();
         if archive {
-            if captured.scanner.is_some() && dropped > 0 {
-                let mut reader = CountingReader {
-                    inner: captured.content.reader(),
-                    count: &mut lines,
-                };
-                self.sink.append(path, size, &mut reader)?;
-            } else {
-                self.sink
-                    .append(path, size, &mut captured.content.reader())?;
-            }
+            self.sink.append_content(path, &captured.content)?;
             self.remaining = self.remaining.saturating_sub(size);
         }
         if let Some(scanner) = captured.scanner.take() {
+            // Only a cut member needs its own line count (to renumber the
+            // evidence); the chunks know theirs.
             let member_lines = if dropped > 0 {
-                lines.lines()
+                captured.content.lines()
             } else {
                 scanner.lines() + 1
             };
@@ -842,39 +995,9 @@ impl Members<'_> {
             original_bytes: captured.truncated.then_some(captured.original_bytes),
             redactions: captured.redactions,
             duration_ms: millis(captured.duration),
-            spilled_bytes: captured.content.spilled(),
+            reused_bytes: captured.follow.as_ref().map_or(0, |f| f.reused_bytes),
         });
         Ok(())
-    }
-}
-
-/// Newlines and the last byte of what went through a [`CountingReader`].
-#[derive(Debug, Default)]
-struct LineCount {
-    newlines: u64,
-    last: Option<u8>,
-}
-
-impl LineCount {
-    /// Lines, a partial last one included.
-    fn lines(&self) -> u64 {
-        self.newlines + u64::from(self.last.is_some_and(|b| b != b'\n'))
-    }
-}
-
-struct CountingReader<'a, R> {
-    inner: R,
-    count: &'a mut LineCount,
-}
-
-impl<R: Read> Read for CountingReader<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n > 0 {
-            self.count.newlines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
-            self.count.last = Some(buf[n - 1]);
-        }
-        Ok(n)
     }
 }
 
@@ -883,7 +1006,7 @@ impl<R: Read> Read for CountingReader<'_, R> {
 pub struct Captured {
     pub source: String,
     /// Redacted and within budget.
-    pub content: Spool,
+    pub content: Content,
     /// Bytes the source produced (before redaction and capping).
     pub original_bytes: u64,
     /// Older bytes were dropped to fit the budget.
@@ -897,13 +1020,31 @@ pub struct Captured {
     pub duration: Duration,
     /// The line observer that saw the content, handed back to the sink.
     pub scanner: Option<Scanner>,
+    /// A followed stream's state after this read (`Members::journal`).
+    pub follow: Option<Followed>,
+}
+
+/// Where a followed stream stands after one read.
+#[derive(Debug)]
+pub struct Followed {
+    /// journalctl's `-- cursor:` line, taken off the content; `None` when
+    /// it printed none (nothing new, or it stopped early).
+    pub cursor: Option<String>,
+    /// The whole stream so far, for the next bundle.
+    pub saved: chunks::Saved,
+    /// Source bytes this read took (the cursor line not included).
+    pub new_bytes: u64,
+    /// Lines among them.
+    pub new_lines: u64,
+    /// Content carried over from earlier bundles.
+    pub reused_bytes: u64,
 }
 
 impl Captured {
     fn without_data(source: String, status: Status, reason: String, started: Instant) -> Self {
         Self {
             source,
-            content: Spool::new(0, Path::new("/")),
+            content: Content::default(),
             original_bytes: 0,
             truncated: false,
             cap_reason: MEMBER_CAP_REASON,
@@ -913,6 +1054,7 @@ impl Captured {
             stderr_head: String::new(),
             duration: started.elapsed(),
             scanner: None,
+            follow: None,
         }
     }
 }
@@ -931,49 +1073,168 @@ fn command_line(program: &str, args: &[OsString]) -> String {
 }
 
 /// A source's bytes on their way in: redacted line by line, then kept
-/// newest-last in a bounded spool.
+/// newest-last in bounded, compressed chunks.
 struct Intake {
     redactor: StreamRedactor,
-    spool: Spool,
+    content: Chunks,
+    budget: u64,
     raw: u64,
     /// Sees the redacted bytes too (the diagnosis), in the same pass.
     scanner: Option<Scanner>,
+    /// A followed stream: the last bytes are held back until the end,
+    /// where journalctl's `-- cursor:` line is taken off.
+    follow: Option<FollowIntake>,
+}
+
+#[derive(Debug)]
+struct FollowIntake {
+    held: Vec<u8>,
+    /// The last byte passed on (a cursor line starts a line).
+    last_passed: Option<u8>,
+    lines: u64,
+    reused_bytes: u64,
+}
+
+/// Entries a followed journal stream's first read asks for to learn their
+/// size (and all it needs when the stream is that short).
+pub const TAIL_PROBE_ENTRIES: u64 = 2000;
+
+/// journalctl's `--show-cursor` line, the last of its output.
+const CURSOR_PREFIX: &[u8] = b"-- cursor: ";
+/// Held back from a followed stream: more than a cursor line.
+const CURSOR_HOLD: usize = 4096;
+
+/// What an [`Intake`] gathered.
+struct Finished {
+    content: Content,
+    raw: u64,
+    redactions: usize,
+    scanner: Option<Scanner>,
+    follow: Option<Followed>,
 }
 
 impl Intake {
-    fn new(ctx: &CollectContext, budget: Budget, mode: Mode, scanner: Option<Scanner>) -> Self {
+    fn new(
+        ctx: &CollectContext,
+        budget: Budget,
+        mode: Mode,
+        scanner: Option<Scanner>,
+        resume: Option<Resume>,
+    ) -> Self {
+        let (content, follow) = match resume {
+            None => (Chunks::new(budget.bytes), None),
+            Some(Resume { saved, keep }) => {
+                let keep = keep.max(budget.bytes);
+                let (content, reused_bytes) = match &saved {
+                    Some(saved) => (Chunks::resume(keep, saved), saved.seen),
+                    None => (Chunks::new(keep), 0),
+                };
+                let follow = FollowIntake {
+                    held: Vec::new(),
+                    last_passed: None,
+                    lines: 0,
+                    reused_bytes,
+                };
+                (content, Some(follow))
+            }
+        };
         Self {
             redactor: ctx.redactor.stream(mode),
-            spool: Spool::new(budget.bytes, &ctx.spill_dir()),
+            content,
+            budget: budget.bytes,
             raw: 0,
             scanner,
+            follow,
         }
     }
 
     fn push(&mut self, data: &[u8]) {
         self.raw += data.len() as u64;
-        let spool = &mut self.spool;
-        match &mut self.scanner {
-            Some(scanner) => self.redactor.push(data, &mut |b| {
-                spool.write(b);
+        let Some(follow) = &mut self.follow else {
+            Self::pass(
+                &mut self.redactor,
+                &mut self.content,
+                &mut self.scanner,
+                data,
+            );
+            return;
+        };
+        follow.lines += memchr::memchr_iter(b'\n', data).count() as u64;
+        follow.held.extend_from_slice(data);
+        if follow.held.len() > 2 * CURSOR_HOLD {
+            let n = follow.held.len() - CURSOR_HOLD;
+            follow.last_passed = Some(follow.held[n - 1]);
+            Self::pass(
+                &mut self.redactor,
+                &mut self.content,
+                &mut self.scanner,
+                &follow.held[..n],
+            );
+            follow.held.drain(..n);
+        }
+    }
+
+    fn pass(
+        redactor: &mut StreamRedactor,
+        content: &mut Chunks,
+        scanner: &mut Option<Scanner>,
+        data: &[u8],
+    ) {
+        match scanner {
+            Some(scanner) => redactor.push(data, &mut |b| {
+                content.write(b);
                 scanner.feed(b);
             }),
-            None => self.redactor.push(data, &mut |b| spool.write(b)),
+            None => redactor.push(data, &mut |b| content.write(b)),
         }
     }
 
     /// Flushes the last line; returns the content, the bytes read, the
-    /// redaction count and the observer.
-    fn finish(self) -> (Spool, u64, usize, Option<Scanner>) {
-        let mut spool = self.spool;
+    /// redaction count, the observer and a followed stream's state.
+    fn finish(mut self) -> Finished {
+        let mut cursor = None;
+        if let Some(follow) = &mut self.follow {
+            let mut held = std::mem::take(&mut follow.held);
+            if let Some(body) = held.strip_suffix(b"\n") {
+                let start = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+                let line_start = start > 0 || follow.last_passed.is_none_or(|b| b == b'\n');
+                if line_start && body[start..].starts_with(CURSOR_PREFIX) {
+                    let text = String::from_utf8_lossy(&body[start + CURSOR_PREFIX.len()..]);
+                    cursor = Some(text.trim().to_owned()).filter(|c| !c.is_empty());
+                    self.raw -= (held.len() - start) as u64;
+                    follow.lines -= 1;
+                    held.truncate(start);
+                }
+            }
+            Self::pass(
+                &mut self.redactor,
+                &mut self.content,
+                &mut self.scanner,
+                &held,
+            );
+        }
+        let mut content = self.content;
         let mut scanner = self.scanner;
         let count = self.redactor.finish(&mut |b| {
-            spool.write(b);
+            content.write(b);
             if let Some(scanner) = &mut scanner {
                 scanner.feed(b);
             }
         });
-        (spool, self.raw, count, scanner)
+        let follow = self.follow.map(|f| Followed {
+            cursor,
+            saved: content.save(),
+            new_bytes: self.raw,
+            new_lines: f.lines,
+            reused_bytes: f.reused_bytes,
+        });
+        Finished {
+            content: content.finish_within(self.budget),
+            raw: self.raw,
+            redactions: count,
+            scanner,
+            follow,
+        }
     }
 }
 
@@ -1008,6 +1269,17 @@ struct CommandLimits {
     timeout: Duration,
     /// The manifest's reason when `timeout` kills it.
     timeout_reason: String,
+    /// A followed stream (`Members::journal`): where it stood after the
+    /// last bundle, `None` when it starts afresh.
+    resume: Option<Resume>,
+}
+
+/// How a followed stream carries on.
+#[derive(Debug)]
+struct Resume {
+    saved: Option<chunks::Saved>,
+    /// Bytes the stream keeps for later bundles (the member cap).
+    keep: u64,
 }
 
 /// Runs a command with a deadline; its stdout, redacted and bounded to
@@ -1025,6 +1297,7 @@ fn capture_command(
         mode,
         timeout,
         timeout_reason,
+        resume,
     } = limits;
     let started = Instant::now();
     let mut command = Command::new(program);
@@ -1056,7 +1329,9 @@ fn capture_command(
         }
     };
 
-    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode, scanner))));
+    let intake = Arc::new(Mutex::new(Some(Intake::new(
+        ctx, budget, mode, scanner, resume,
+    ))));
     let stderr_head = Arc::new(Mutex::new(Vec::new()));
     let abandoned = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<ReaderDone>();
@@ -1136,7 +1411,13 @@ fn capture_command(
         std::mem::take(&mut *stderr_head.lock().unwrap_or_else(PoisonError::into_inner));
     ctx.redactor.redact(&mut stderr);
     let stderr_head = String::from_utf8_lossy(&stderr).into_owned();
-    let (content, original_bytes, redactions, scanner) = intake.finish();
+    let Finished {
+        content,
+        raw: original_bytes,
+        redactions,
+        scanner,
+        follow,
+    } = intake.finish();
 
     let (status, mut reason) = match ending {
         Ending::TimedOut => (Status::TimedOut, Some(timeout_reason)),
@@ -1166,6 +1447,7 @@ fn capture_command(
         stderr_head,
         duration: started.elapsed(),
         scanner,
+        follow,
     }
 }
 
@@ -1324,9 +1606,12 @@ fn capture_file(
         mode,
         timeout,
         timeout_reason,
+        resume,
     } = limits;
     let started = Instant::now();
-    let intake = Arc::new(Mutex::new(Some(Intake::new(ctx, budget, mode, scanner))));
+    let intake = Arc::new(Mutex::new(Some(Intake::new(
+        ctx, budget, mode, scanner, resume,
+    ))));
     let abandoned = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<FileEnd>();
     let spawned = {
@@ -1400,7 +1685,13 @@ fn capture_file(
             started,
         );
     };
-    let (content, raw, redactions, scanner) = intake.finish();
+    let Finished {
+        content,
+        raw,
+        redactions,
+        scanner,
+        follow,
+    } = intake.finish();
     let (status, reason) = match (timed_out, read_error) {
         (Some(timeout_reason), _) => (Status::TimedOut, Some(timeout_reason)),
         (None, Some(err)) if content.is_empty() => {
@@ -1424,6 +1715,7 @@ fn capture_file(
         stderr_head: String::new(),
         duration: started.elapsed(),
         scanner,
+        follow,
     }
 }
 
@@ -1913,10 +2205,8 @@ mod tests {
     }
 
     #[test]
-    fn big_command_output_spills_to_disk_and_keeps_the_tail() {
-        let spill = tempfile::tempdir().unwrap();
-        let mut ctx = context(Path::new("/"), None);
-        ctx.spill_dir = Some(spill.path().to_path_buf());
+    fn big_command_output_is_held_compressed_and_keeps_the_tail() {
+        let ctx = context(Path::new("/"), None);
         let mut sink = MemorySink::new(2 << 20, u64::MAX);
         // 8 MiB of numbered lines, a secret in the middle of a line near the end.
         let report = run_collector(
@@ -1938,10 +2228,19 @@ mod tests {
         let file = &report.files[0];
         assert!(file.truncated);
         assert_eq!(file.bytes, 2 << 20);
-        assert!(file.spilled_bytes > 2 << 20, "{file:?}");
         assert_eq!(file.redactions, 1);
         let data = sink.get("big.txt").unwrap();
+        assert_eq!(data.len(), 2 << 20);
         assert!(data.ends_with(b"1200000\nx password=[REDACTED] y\nlast\n"));
-        assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0);
+        // The kept part starts right after the cut, in the stream's order.
+        let first = data.iter().position(|&b| b == b'\n').unwrap();
+        let second: u64 = std::str::from_utf8(&data[first + 1..first + 8])
+            .unwrap()
+            .split('\n')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(second > 900_000, "{second}");
     }
 }

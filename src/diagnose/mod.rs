@@ -485,7 +485,11 @@ struct UnitMarks {
 }
 
 /// Reads one member's redacted bytes as they stream to the archive.
-#[derive(Debug)]
+///
+/// Cloneable so that a stream read across several bundles (the journal
+/// cache, `collect::journal`) is read once: each bundle's engine absorbs a
+/// copy, and the next bundle carries on from [`Scanner::resumed`].
+#[derive(Debug, Clone)]
 pub struct Scanner {
     path: String,
     kind: Kind,
@@ -532,6 +536,16 @@ impl Scanner {
             document_overflow: false,
             busy: std::time::Duration::ZERO,
         })
+    }
+
+    /// A copy that carries on with the same stream in a later bundle:
+    /// every line, finding and recovery seen so far kept, its time already
+    /// counted in the bundle that read it.
+    #[must_use]
+    pub fn resumed(&self) -> Self {
+        let mut copy = self.clone();
+        copy.busy = std::time::Duration::ZERO;
+        copy
     }
 
     /// Lines seen so far (complete ones).

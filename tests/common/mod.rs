@@ -290,7 +290,7 @@ pub struct Member {
 pub fn open_bundle(path: &Path) -> Vec<Member> {
     let file =
         std::fs::File::open(path).unwrap_or_else(|e| panic!("open bundle {}: {e}", path.display()));
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut archive = tar::Archive::new(flate2::read::MultiGzDecoder::new(file));
     let mut members = Vec::new();
     for entry in archive
         .entries()
