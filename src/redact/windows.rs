@@ -1,0 +1,153 @@
+//! Finding the literal forms of the agent's own secrets by sampling: at
+//! every [`STEP`]th byte of the content the [`WINDOW`] bytes there are looked
+//! up in a set of every window of every form (at every offset), and a hit is
+//! extended against its form by the caller. Any run of `WINDOW + STEP - 1`
+//! bytes of a form holds a sampled window whole, so every fragment that long
+//! is found, at the cost of one multiply and one bit test per `STEP` bytes of
+//! content, with memory linear in the forms (an automaton of the same
+//! windows walks every byte, and past a few thousand windows its DFA no
+//! longer fits the memory budget).
+
+/// Bytes compared at each sample (one `u64`).
+pub(super) const WINDOW: usize = 8;
+/// Distance between samples.
+pub(super) const STEP: usize = 12;
+/// Shortest run of a form that sampling is sure to find.
+pub(super) const SURE: usize = WINDOW + STEP - 1;
+const _: () = assert!(SURE <= super::MIN_FRAGMENT);
+
+/// Fibonacci hashing: the top bits of the product index the filter.
+const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+
+#[derive(Debug, Default)]
+pub(super) struct WindowSet {
+    /// One bit per hash of a window: almost every sample stops here.
+    filter: Vec<u64>,
+    /// Right shift of the product that leaves the filter's bit index.
+    shift: u32,
+    /// Every window: (key, form, offset in the form), sorted by key.
+    entries: Vec<(u64, u32, u32)>,
+}
+
+/// A sampled position whose window is `form[at..at + WINDOW]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Hit {
+    pub form: u32,
+    pub at: usize,
+    pub pos: usize,
+}
+
+fn key(window: &[u8]) -> u64 {
+    u64::from_le_bytes(window.try_into().expect("WINDOW bytes"))
+}
+
+impl WindowSet {
+    /// The windows of `forms` (form id and bytes; each at least [`SURE`]
+    /// bytes long).
+    pub(super) fn new<'a>(forms: impl IntoIterator<Item = (u32, &'a [u8])>) -> WindowSet {
+        let mut entries = Vec::new();
+        for (form, bytes) in forms {
+            for (at, window) in bytes.windows(WINDOW).enumerate() {
+                entries.push((key(window), form, u32::try_from(at).expect("short forms")));
+            }
+        }
+        if entries.is_empty() {
+            return WindowSet::default();
+        }
+        entries.sort_unstable();
+        // About 1 bit in 16 set: a sample of ordinary text passes the filter
+        // with a probability of 1/16 per distinct window in the worst case,
+        // far less in practice (windows repeat across a secret's forms).
+        let bits = (entries.len() * 16).next_power_of_two().max(1 << 12);
+        let log2 = bits.trailing_zeros();
+        let mut filter = vec![0u64; bits / 64];
+        let shift = 64 - log2;
+        for &(k, ..) in &entries {
+            let h = hash(k, shift);
+            filter[h >> 6] |= 1 << (h & 63);
+        }
+        WindowSet {
+            filter,
+            shift,
+            entries,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(super) fn memory_usage(&self) -> usize {
+        self.filter.len() * 8 + self.entries.len() * std::mem::size_of::<(u64, u32, u32)>()
+    }
+
+    /// Every sampled position of `buf` (`0, STEP, 2 STEP…`) whose window is
+    /// one of a form, with each form and offset it is found at.
+    pub(super) fn hits<'a>(&'a self, buf: &'a [u8]) -> impl Iterator<Item = Hit> + 'a {
+        let empty = self.entries.is_empty();
+        buf.chunks(STEP)
+            .enumerate()
+            .filter(move |_| !empty)
+            .filter_map(move |(i, chunk)| {
+                let k = key(chunk.get(..WINDOW)?);
+                let h = hash(k, self.shift);
+                (self.filter[h >> 6] & (1 << (h & 63)) != 0).then_some((i * STEP, k))
+            })
+            .flat_map(move |(pos, k)| {
+                let first = self.entries.partition_point(|e| e.0 < k);
+                self.entries[first..]
+                    .iter()
+                    .take_while(move |e| e.0 == k)
+                    .map(move |&(_, form, at)| Hit {
+                        form,
+                        at: at as usize,
+                        pos,
+                    })
+            })
+    }
+}
+
+fn hash(key: u64, shift: u32) -> usize {
+    usize::try_from(key.wrapping_mul(MULTIPLIER) >> shift).expect("shift leaves at most 32 bits")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_run_of_sure_bytes_holds_a_sampled_window() {
+        let form: Vec<u8> = (0..60u8).map(|i| b'A' + i % 26 + (i / 26) * 6).collect();
+        let set = WindowSet::new([(0, form.as_slice())]);
+        assert_eq!(set.len(), form.len() - WINDOW + 1);
+        // A run of SURE bytes of the form at every offset modulo STEP, and
+        // of every part of the form.
+        for lead in 0..2 * STEP {
+            for from in 0..=form.len() - SURE {
+                let mut buf = vec![b'.'; lead];
+                buf.extend_from_slice(&form[from..from + SURE]);
+                buf.extend_from_slice(b"....");
+                let hits: Vec<Hit> = set.hits(&buf).collect();
+                assert!(!hits.is_empty(), "lead {lead}, run from {from}");
+                for hit in hits {
+                    assert_eq!(hit.pos % STEP, 0);
+                    assert_eq!(&buf[hit.pos..hit.pos + WINDOW], &form[hit.at..hit.at + WINDOW]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_window_shared_by_forms_is_reported_for_each() {
+        let a = b"0123456789abcdefghij".as_slice();
+        let b = b"xx0123456789abcdefgh".as_slice();
+        let set = WindowSet::new([(0, a), (1, b)]);
+        let hits: Vec<Hit> = set.hits(b"0123456789").collect();
+        assert_eq!(
+            hits,
+            vec![Hit { form: 0, at: 0, pos: 0 }, Hit { form: 1, at: 2, pos: 0 }]
+        );
+        assert_eq!(WindowSet::new([]).hits(b"0123456789").count(), 0);
+        assert_eq!(set.hits(b"short").count(), 0);
+    }
+}
