@@ -920,9 +920,9 @@ fn literal_forms(engine: &Engine, buf: &[u8], found: &mut Vec<Span>) {
     let mut next_slot = 0;
     for hit in engine.windows.hits(buf) {
         let origin = hit.pos.wrapping_sub(hit.at);
-        let seen = recent
-            .iter()
-            .any(|&(form, at, end)| form == hit.form && at == origin && hit.pos + windows::WINDOW <= end);
+        let seen = recent.iter().any(|&(form, at, end)| {
+            form == hit.form && at == origin && hit.pos + windows::WINDOW <= end
+        });
         if seen {
             continue;
         }
@@ -1758,6 +1758,161 @@ mod tests {
         let text = format!("x {} y", TOKEN.to_ascii_lowercase());
         assert_eq!(redact(&r, &text).1, 0);
         assert!(Redactor::new(["tiny"]).is_empty());
+    }
+
+    // ---- sampling of the literal forms (windows::STEP)
+
+    /// No run of MIN_FRAGMENT bytes of `secret` in `out`.
+    fn assert_no_run(out: &[u8], secret: &[u8], what: &str) {
+        for run in secret.windows(MIN_FRAGMENT) {
+            assert!(
+                memmem::find(out, run).is_none(),
+                "{what}: {:?} survived in {:?}",
+                String::from_utf8_lossy(run),
+                String::from_utf8_lossy(out)
+            );
+        }
+    }
+
+    /// A secret with no repeated window, so a run of it is found where it is.
+    fn distinct_secret(len: usize, seed: u64) -> String {
+        let mut state = seed;
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        (0..len)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1442695040888963407);
+                char::from(alphabet[usize::try_from(state >> 33).unwrap() % alphabet.len()])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fragment_is_found_at_every_offset_modulo_the_step() {
+        let secret = distinct_secret(64, 7);
+        let r = Redactor::new([secret.as_str()]);
+        let step = windows::STEP;
+        for lead in 0..2 * step + 1 {
+            for from in 0..=secret.len() - MIN_FRAGMENT {
+                let fragment = &secret[from..from + MIN_FRAGMENT];
+                let text = format!("{} {fragment} tail\n", "x".repeat(lead));
+                let (out, n) = redact(&r, &text);
+                assert_eq!(
+                    out,
+                    format!("{} [REDACTED] tail\n", "x".repeat(lead)),
+                    "lead {lead}, from {from}"
+                );
+                assert_eq!(n, 1);
+                // One byte short of a fragment: left alone wherever it falls.
+                let short = &secret[from..from + MIN_FRAGMENT - 1];
+                let text = format!("{} {short} tail\n", "x".repeat(lead));
+                assert_eq!(
+                    redact(&r, &text),
+                    (text.clone(), 0),
+                    "lead {lead}, from {from}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fragments_at_line_and_chunk_boundaries() {
+        let secret = distinct_secret(100, 11);
+        let r = Redactor::new([secret.as_str()]);
+        // Fragments starting a line, ending a line (also before CRLF), a
+        // whole line, and the whole secret wrapped over three lines.
+        let mut text = String::new();
+        for (i, cut) in [0usize, 5, 13, 37, 70].iter().enumerate() {
+            let piece = &secret[*cut..*cut + MIN_FRAGMENT + i];
+            text.push_str(&format!(
+                "{piece} after\nbefore {piece}\nbefore {piece}\r\n{piece}\n"
+            ));
+        }
+        text.push_str(&format!(
+            "{}\n{}\n{}\nend\n",
+            &secret[..30],
+            &secret[30..60],
+            &secret[60..]
+        ));
+        let (whole, count) = chunked(&r, text.as_bytes(), text.len());
+        assert_no_run(&whole, secret.as_bytes(), "whole");
+        assert_eq!(count, 5 * 4 + 3);
+        assert!(whole.ends_with(b"\nend\n"));
+        for size in [1, 2, 3, 5, 7, 11, 12, 13, 19, 64, 100] {
+            let (out, n) = chunked(&r, text.as_bytes(), size);
+            assert_eq!(out, whole, "chunk size {size}");
+            assert_eq!(n, count);
+        }
+    }
+
+    #[test]
+    fn overlapping_and_adjacent_forms() {
+        let a = distinct_secret(48, 21);
+        let b = distinct_secret(48, 22);
+        let r = Redactor::new([a.as_str(), b.as_str()]);
+        // The tail of one right against the head of the other, then each
+        // twice in a row, then a's fragment in the middle of b's base64.
+        let cases = [
+            format!("x {}{} y", &a[20..], &b[..25]),
+            format!("x {b}{b} y"),
+            format!("x {}{a} y", &a[..30]),
+            format!("x {}{}{} y", &b[..10], &a[3..40], &b[10..]),
+        ];
+        for text in &cases {
+            let (out, n) = redact(&r, text);
+            assert_no_run(out.as_bytes(), a.as_bytes(), text);
+            assert_no_run(out.as_bytes(), b.as_bytes(), text);
+            assert!(
+                out.starts_with("x ") && out.ends_with(" y") && n >= 1,
+                "{out}"
+            );
+        }
+        // One secret the start of another: both forms overlap in content.
+        let long = format!("{a}{}", &b[..30]);
+        let r = Redactor::new([a.as_str(), long.as_str()]);
+        let (out, n) = redact(&r, &format!("x {long} y {a} z"));
+        assert_eq!((out.as_str(), n), ("x [REDACTED] y [REDACTED] z", 2));
+    }
+
+    #[test]
+    fn a_long_pull_secret_stays_small_and_fast_to_build() {
+        // Four registries, two of them with a ~1.1 KB password: thousands of
+        // windows, which an automaton could only hold as an NFA.
+        let auths: Vec<String> = (0..4u64)
+            .map(|i| {
+                b64(format!(
+                    "pool-{i}:{}",
+                    distinct_secret(if i < 2 { 32 } else { 1100 }, i)
+                )
+                .as_bytes())
+            })
+            .collect();
+        let pull = format!(
+            r#"{{"auths":{{{}}}}}"#,
+            auths
+                .iter()
+                .enumerate()
+                .map(|(i, a)| format!(r#""r{i}.io":{{"auth":"{a}"}}"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let r = Redactor::new([pull.as_str()]);
+        assert!(r.engine.windows.len() > 10_000, "{}", r.describe());
+        assert!(
+            r.engine.windows.memory_usage() < 4 << 20,
+            "{}",
+            r.describe()
+        );
+        assert!(r.engine.short.is_none(), "{}", r.describe());
+        for auth in &auths {
+            let text = format!("pulling with {}\n", &auth[auth.len() / 3..]);
+            assert_no_run(
+                chunked(&r, text.as_bytes(), 7).0.as_slice(),
+                auth.as_bytes(),
+                "auth",
+            );
+        }
     }
 
     // ---- shapes

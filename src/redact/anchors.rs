@@ -114,7 +114,10 @@ impl Anchors {
     }
 
     /// Every anchor in `buf`, in order: its kind and where it starts.
-    pub(super) fn find_iter<'a>(&'a self, buf: &'a [u8]) -> impl Iterator<Item = (Anchor, usize)> + 'a {
+    pub(super) fn find_iter<'a>(
+        &'a self,
+        buf: &'a [u8],
+    ) -> impl Iterator<Item = (Anchor, usize)> + 'a {
         let mut from = 0;
         std::iter::from_fn(move || {
             while from < buf.len() {
@@ -222,7 +225,9 @@ mod tests {
         let naive: Vec<usize> = (0..text.len())
             .filter(|&i| {
                 let rest = text[i..].to_ascii_lowercase();
-                ["auth", "pin", "secret", "://"].iter().any(|w| rest.starts_with(w))
+                ["auth", "pin", "secret", "://"]
+                    .iter()
+                    .any(|w| rest.starts_with(w))
                     || text[i..].starts_with("-p ")
             })
             .collect();

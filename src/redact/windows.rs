@@ -131,7 +131,10 @@ mod tests {
                 assert!(!hits.is_empty(), "lead {lead}, run from {from}");
                 for hit in hits {
                     assert_eq!(hit.pos % STEP, 0);
-                    assert_eq!(&buf[hit.pos..hit.pos + WINDOW], &form[hit.at..hit.at + WINDOW]);
+                    assert_eq!(
+                        &buf[hit.pos..hit.pos + WINDOW],
+                        &form[hit.at..hit.at + WINDOW]
+                    );
                 }
             }
         }
@@ -145,7 +148,18 @@ mod tests {
         let hits: Vec<Hit> = set.hits(b"0123456789").collect();
         assert_eq!(
             hits,
-            vec![Hit { form: 0, at: 0, pos: 0 }, Hit { form: 1, at: 2, pos: 0 }]
+            vec![
+                Hit {
+                    form: 0,
+                    at: 0,
+                    pos: 0
+                },
+                Hit {
+                    form: 1,
+                    at: 2,
+                    pos: 0
+                }
+            ]
         );
         assert_eq!(WindowSet::new([]).hits(b"0123456789").count(), 0);
         assert_eq!(set.hits(b"short").count(), 0);
