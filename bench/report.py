@@ -84,7 +84,8 @@ def table(r, quick):
         s = herd["second"]
         if s:
             add(f"herd {herd['agents']} agents: 2nd upload spread", f"{min(s):.1f}..{max(s):.1f}s (interval {herd['interval_s']:.0f}s)")
-    for k in ("e2e", "compress", "memory", "diagnose", "idle", "binary", "load", "herd"):
+    bundle_table(r, add)
+    for k in ("e2e", "compress", "memory", "diagnose", "idle", "binary", "load", "herd", "bundle"):
         if "error" in r.get(k, {}):
             add(f"{k}", "FAILED: " + r[k]["error"][:60])
     return "\n".join(lines)
@@ -153,7 +154,7 @@ def markdown(r, quick, notes):
     for section, fn in (("e2e", md_e2e), ("compress", md_compress), ("memory", md_memory),
                         ("diagnose", md_diagnose), ("idle", md_idle),
                         ("binary", md_binary), ("load", md_load), ("herd", md_herd),
-                        ("records", md_records)):
+                        ("records", md_records), ("bundle", md_bundle)):
         if section not in r:
             continue
         if "error" in r[section]:
@@ -637,4 +638,67 @@ def md_records(r, w):
     for row in r["records"]["rows"]:
         w(f"| {row['shape']} | {_size(row['input_bytes'])} | {row['entries_kept']:,} | "
           f"{_size(row['summary_bytes'])} | {row['cpu_ms']:.0f} ms |")
+    w("")
+
+
+def bundle_figures(r):
+    """The bundle section's medians and shares, or None."""
+    d = r.get("bundle", {})
+    if "agent_cpu_s" not in d:
+        return None
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    a, g = med(d["agent_cpu_s"]), med(d["gzip_cpu_s"])
+    # Everything but deflate and the engine: redaction, tar, the other
+    # members, bookkeeping, process start.
+    rest = a - d["deflate_s"] - d["engine_s"]
+    return {"agent": a, "gzip": g, "ratio": ratio(a, g), "redact_share": ratio(d["redact_s"], a),
+            "engine_share": ratio(d["engine_s"], a), "deflate_share": ratio(d["deflate_s"], a),
+            "rest_share": ratio(rest, a)}
+
+
+def bundle_table(r, add):
+    f = bundle_figures(r)
+    if not f:
+        return
+    j = b(r["bundle"]["journal_bytes"])
+    add(f"bundle {j}: CPU collect / gzip -6", f"{f['agent']:.2f}s / {f['gzip']:.2f}s = {f['ratio']:.2f}x", "<= 0.75x")
+    add(f"bundle {j}: redaction share", f"{100 * f['redact_share']:.1f} %")
+    add(f"bundle {j}: all but deflate and engine", f"{100 * f['rest_share']:.1f} %", "<= 15 %")
+    add(f"bundle {j}: diagnosis engine share", f"{100 * f['engine_share']:.1f} %", "<= 10 %")
+
+
+def md_bundle(r, w):
+    d = r["bundle"]
+    f = bundle_figures(r)
+    mb = d["journal_bytes"] / 1e6
+    w("## 9. Bundle CPU vs gzip -6, and its parts")
+    w("")
+    w(f"The release `collect` on the fixture root, this boot's journal a generated one of {b(d['journal_bytes'])} "
+      "(bench/tools journal-gen, seed 1), a contract dir with a pull secret shaped like a real one "
+      "(four registries, two ~1.1 KB auths; every form of it is redacted), against `gzip -6` of the "
+      f"same file, alternating, {d['runs']} runs each; CPU = user + system of the process tree from "
+      "wait4. The parts are measured apart on the same bytes, median of 3 (bench/tools, process CPU): "
+      "`redact-scan` builds the redactor from the same pull secret as `collect` does, streams the "
+      "journal through it in 64 KiB pieces, then deflates its output at the bundle's level with the "
+      "agent's zlib-rs; `diagnose-scan` feeds the journal to the diagnosis engine. \"All but deflate "
+      "and the engine\" = bundle CPU − deflate − engine: redaction, tar, the other members, "
+      "bookkeeping and process start (issue 15's \"redaction + tar + bookkeeping\").")
+    w("")
+    w(f"Redactor: {d['redactor']}; built in {1000 * d['build_s']:.0f} ms CPU; {d['redactions']} redactions in the journal.")
+    w("")
+    w("| figure | measured | goal | |")
+    w("|---|---|---|---|")
+    w(f"| bundle CPU / gzip -6 CPU | {f['agent']:.2f} s / {f['gzip']:.2f} s = {f['ratio']:.2f}x "
+      f"(runs {', '.join(f'{x:.2f}' for x in d['agent_cpu_s'])} / {', '.join(f'{x:.2f}' for x in d['gzip_cpu_s'])}) "
+      f"| ≤ 0.75x | {verdict(f['ratio'] <= 0.75)} |")
+    w(f"| redaction, realistic pull secret | {d['redact_s']:.3f} s = {mb / d['redact_s']:.0f} MB/s, "
+      f"{100 * f['redact_share']:.1f} % of the bundle | | |" if d["redact_s"] else
+      f"| redaction, realistic pull secret | {d['redact_s']:.3f} s | | |")
+    w(f"| redaction, shapes only | {d['redact_shapes_s']:.3f} s | | |")
+    w(f"| deflate -6 (zlib-rs) of the redacted journal | {d['deflate_s']:.3f} s = {100 * f['deflate_share']:.1f} % "
+      f"| | |")
+    w(f"| all but deflate and the engine | {100 * f['rest_share']:.1f} % of the bundle | ≤ 15 % "
+      f"| {verdict(f['rest_share'] <= 0.15)} |")
+    w(f"| diagnosis engine | {d['engine_s']:.3f} s = {100 * f['engine_share']:.1f} % of the bundle | ≤ 10 % "
+      f"| {verdict(f['engine_share'] <= 0.10)} |")
     w("")
