@@ -918,13 +918,13 @@ fn literal_forms(engine: &Engine, buf: &[u8], found: &mut Vec<Span>) {
     // the run): every later sample inside one gives the same run again.
     let mut recent: [(u32, usize, usize); 8] = [(u32::MAX, 0, 0); 8];
     let mut next_slot = 0;
-    for hit in engine.windows.hits(buf) {
+    engine.windows.for_each_hit(buf, |hit| {
         let origin = hit.pos.wrapping_sub(hit.at);
         let seen = recent.iter().any(|&(form, at, end)| {
             form == hit.form && at == origin && hit.pos + windows::WINDOW <= end
         });
         if seen {
-            continue;
+            return;
         }
         let form = &engine.forms[hit.form as usize];
         let run = extend(buf, hit.pos, &form.bytes, hit.at);
@@ -939,7 +939,7 @@ fn literal_forms(engine: &Engine, buf: &[u8], found: &mut Vec<Span>) {
             }
             found.push(span);
         }
-    }
+    });
 }
 
 /// A run of a form in the content: `start..end` of the buffer equals

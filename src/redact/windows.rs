@@ -3,10 +3,10 @@
 //! up in a set of every window of every form (at every offset), and a hit is
 //! extended against its form by the caller. Any run of `WINDOW + STEP - 1`
 //! bytes of a form holds a sampled window whole, so every fragment that long
-//! is found, at the cost of one multiply and one bit test per `STEP` bytes of
-//! content, with memory linear in the forms (an automaton of the same
-//! windows walks every byte, and past a few thousand windows its DFA no
-//! longer fits the memory budget).
+//! is found, at the cost of two multiplies and two bit tests (a Bloom filter)
+//! per `STEP` bytes of content, with memory linear in the forms (an
+//! automaton of the same windows walks every byte, and past a few thousand
+//! windows its DFA no longer fits the memory budget).
 
 /// Bytes compared at each sample (one `u64`).
 pub(super) const WINDOW: usize = 8;
@@ -16,12 +16,18 @@ pub(super) const STEP: usize = 12;
 pub(super) const SURE: usize = WINDOW + STEP - 1;
 const _: () = assert!(SURE <= super::MIN_FRAGMENT);
 
-/// Fibonacci hashing: the top bits of the product index the filter.
-const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Multiplicative hashing: the top bits of each product index the filter.
+const MULTIPLIERS: [u64; 2] = [0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F];
+/// Filter bits per distinct window: with two hashes, about 1 sample of
+/// ordinary text in 250 passes the filter to a binary search.
+const BITS_PER_WINDOW: usize = 32;
+/// Filter size bounds: a few cache lines, and 2 MiB.
+const MIN_BITS: usize = 1 << 12;
+const MAX_BITS: usize = 1 << 24;
 
 #[derive(Debug, Default)]
 pub(super) struct WindowSet {
-    /// One bit per hash of a window: almost every sample stops here.
+    /// Two bits per window (a Bloom filter): almost every sample stops here.
     filter: Vec<u64>,
     /// Right shift of the product that leaves the filter's bit index.
     shift: u32,
@@ -55,16 +61,17 @@ impl WindowSet {
             return WindowSet::default();
         }
         entries.sort_unstable();
-        // About 1 bit in 16 set: a sample of ordinary text passes the filter
-        // with a probability of 1/16 per distinct window in the worst case,
-        // far less in practice (windows repeat across a secret's forms).
-        let bits = (entries.len() * 16).next_power_of_two().max(1 << 12);
-        let log2 = bits.trailing_zeros();
+        let distinct = 1 + entries.windows(2).filter(|w| w[0].0 != w[1].0).count();
+        let bits = (distinct * BITS_PER_WINDOW)
+            .next_power_of_two()
+            .clamp(MIN_BITS, MAX_BITS);
         let mut filter = vec![0u64; bits / 64];
-        let shift = 64 - log2;
+        let shift = 64 - bits.trailing_zeros();
         for &(k, ..) in &entries {
-            let h = hash(k, shift);
-            filter[h >> 6] |= 1 << (h & 63);
+            for multiplier in MULTIPLIERS {
+                let h = hash(k, multiplier, shift);
+                filter[h >> 6] |= 1 << (h & 63);
+            }
         }
         WindowSet {
             filter,
@@ -81,39 +88,51 @@ impl WindowSet {
         self.filter.len() * 8 + self.entries.len() * std::mem::size_of::<(u64, u32, u32)>()
     }
 
-    /// Every sampled position of `buf` (`0, STEP, 2 STEP…`) whose window is
-    /// one of a form, with each form and offset it is found at.
-    pub(super) fn hits<'a>(&'a self, buf: &'a [u8]) -> impl Iterator<Item = Hit> + 'a {
-        let empty = self.entries.is_empty();
-        buf.chunks(STEP)
-            .enumerate()
-            .filter(move |_| !empty)
-            .filter_map(move |(i, chunk)| {
-                let k = key(chunk.get(..WINDOW)?);
-                let h = hash(k, self.shift);
-                (self.filter[h >> 6] & (1 << (h & 63)) != 0).then_some((i * STEP, k))
-            })
-            .flat_map(move |(pos, k)| {
+    /// Calls `found` with every sampled position of `buf` (`0, STEP,
+    /// 2 STEP…`) whose window is one of a form, once for each form and
+    /// offset it is found at.
+    pub(super) fn for_each_hit(&self, buf: &[u8], mut found: impl FnMut(Hit)) {
+        if self.entries.is_empty() {
+            return;
+        }
+        let mut pos = 0;
+        while pos + WINDOW <= buf.len() {
+            let k = key(&buf[pos..pos + WINDOW]);
+            if self.may_hold(k) {
                 let first = self.entries.partition_point(|e| e.0 < k);
-                self.entries[first..]
-                    .iter()
-                    .take_while(move |e| e.0 == k)
-                    .map(move |&(_, form, at)| Hit {
+                for &(_, form, at) in self.entries[first..].iter().take_while(|e| e.0 == k) {
+                    found(Hit {
                         form,
                         at: at as usize,
                         pos,
-                    })
-            })
+                    });
+                }
+            }
+            pos += STEP;
+        }
+    }
+
+    fn may_hold(&self, k: u64) -> bool {
+        MULTIPLIERS.iter().all(|&multiplier| {
+            let h = hash(k, multiplier, self.shift);
+            self.filter[h >> 6] & (1 << (h & 63)) != 0
+        })
     }
 }
 
-fn hash(key: u64, shift: u32) -> usize {
-    usize::try_from(key.wrapping_mul(MULTIPLIER) >> shift).expect("shift leaves at most 32 bits")
+fn hash(key: u64, multiplier: u64, shift: u32) -> usize {
+    usize::try_from(key.wrapping_mul(multiplier) >> shift).expect("shift leaves at most 32 bits")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hits(set: &WindowSet, buf: &[u8]) -> Vec<Hit> {
+        let mut hits = Vec::new();
+        set.for_each_hit(buf, |hit| hits.push(hit));
+        hits
+    }
 
     #[test]
     fn every_run_of_sure_bytes_holds_a_sampled_window() {
@@ -127,7 +146,7 @@ mod tests {
                 let mut buf = vec![b'.'; lead];
                 buf.extend_from_slice(&form[from..from + SURE]);
                 buf.extend_from_slice(b"....");
-                let hits: Vec<Hit> = set.hits(&buf).collect();
+                let hits = hits(&set, &buf);
                 assert!(!hits.is_empty(), "lead {lead}, run from {from}");
                 for hit in hits {
                     assert_eq!(hit.pos % STEP, 0);
@@ -145,9 +164,9 @@ mod tests {
         let a = b"0123456789abcdefghij".as_slice();
         let b = b"xx0123456789abcdefgh".as_slice();
         let set = WindowSet::new([(0, a), (1, b)]);
-        let hits: Vec<Hit> = set.hits(b"0123456789").collect();
+        let found = hits(&set, b"0123456789");
         assert_eq!(
-            hits,
+            found,
             vec![
                 Hit {
                     form: 0,
@@ -161,7 +180,7 @@ mod tests {
                 }
             ]
         );
-        assert_eq!(WindowSet::new([]).hits(b"0123456789").count(), 0);
-        assert_eq!(set.hits(b"short").count(), 0);
+        assert_eq!(hits(&WindowSet::new([]), b"0123456789"), vec![]);
+        assert_eq!(hits(&set, b"short"), vec![]);
     }
 }
