@@ -522,9 +522,11 @@ fn base64_forms(secret: &[u8]) -> Vec<Vec<u8>> {
 
 impl Engine {
     fn build(forms: Vec<Form>) -> Engine {
-        let sampled = forms.iter().enumerate().filter_map(|(i, form)| {
-            (form.bytes.len() >= windows::SURE).then(|| (form_id(i), form.bytes.as_slice()))
-        });
+        let sampled = forms
+            .iter()
+            .enumerate()
+            .filter(|(_, form)| form.bytes.len() >= windows::SURE)
+            .map(|(i, form)| (form_id(i), form.bytes.as_slice()));
         let windows = WindowSet::new(sampled);
         // The rest are few and short (a password of under 19 bytes and its
         // encodings). A DFA: it is walked over every byte shipped; past
@@ -542,13 +544,12 @@ impl Engine {
                     .kind(Some(kind))
                     .build(&patterns)
             };
-            let automaton = build(AhoCorasickKind::DFA)
+            build(AhoCorasickKind::DFA)
                 .ok()
                 .filter(|dfa| dfa.memory_usage() <= MAX_DFA_BYTES)
                 .unwrap_or_else(|| {
                     build(AhoCorasickKind::ContiguousNFA).expect("patterns are short")
-                });
-            automaton
+                })
         });
         let longest_form = forms.iter().map(|f| f.bytes.len()).max().unwrap_or(0);
         Engine {
@@ -1782,7 +1783,7 @@ mod tests {
             .map(|_| {
                 state = state
                     .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1442695040888963407);
+                    .wrapping_add(1_442_695_040_888_963_407);
                 char::from(alphabet[usize::try_from(state >> 33).unwrap() % alphabet.len()])
             })
             .collect()
@@ -1793,7 +1794,7 @@ mod tests {
         let secret = distinct_secret(64, 7);
         let r = Redactor::new([secret.as_str()]);
         let step = windows::STEP;
-        for lead in 0..2 * step + 1 {
+        for lead in 0..=2 * step {
             for from in 0..=secret.len() - MIN_FRAGMENT {
                 let fragment = &secret[from..from + MIN_FRAGMENT];
                 let text = format!("{} {fragment} tail\n", "x".repeat(lead));
@@ -1825,16 +1826,16 @@ mod tests {
         let mut text = String::new();
         for (i, cut) in [0usize, 5, 13, 37, 70].iter().enumerate() {
             let piece = &secret[*cut..*cut + MIN_FRAGMENT + i];
-            text.push_str(&format!(
-                "{piece} after\nbefore {piece}\nbefore {piece}\r\n{piece}\n"
-            ));
+            let lines = format!("{piece} after\nbefore {piece}\nbefore {piece}\r\n{piece}\n");
+            text.push_str(&lines);
         }
-        text.push_str(&format!(
+        let wrapped = format!(
             "{}\n{}\n{}\nend\n",
             &secret[..30],
             &secret[30..60],
             &secret[60..]
-        ));
+        );
+        text.push_str(&wrapped);
         let (whole, count) = chunked(&r, text.as_bytes(), text.len());
         assert_no_run(&whole, secret.as_bytes(), "whole");
         assert_eq!(count, 5 * 4 + 3);

@@ -336,12 +336,11 @@ impl AnchorFinder {
                     })
                     .expect("anchors are at least a needle long");
                 let needle = &anchor[at..at + NEEDLE];
-                match needles.iter().position(|n| *n == needle) {
-                    Some(id) => owners[id].push((anchor, at)),
-                    None => {
-                        needles.push(needle);
-                        owners.push(vec![(anchor, at)]);
-                    }
+                if let Some(id) = needles.iter().position(|n| *n == needle) {
+                    owners[id].push((anchor, at));
+                } else {
+                    needles.push(needle);
+                    owners.push(vec![(anchor, at)]);
                 }
             }
             let searcher = aho_corasick::packed::Config::new()
