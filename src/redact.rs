@@ -526,7 +526,7 @@ impl Engine {
             .iter()
             .enumerate()
             .filter(|(_, form)| form.bytes.len() >= windows::SURE)
-            .map(|(i, form)| (form_id(i), form.bytes.as_slice()));
+            .map(|(i, form)| (form_id(i), form.bytes.as_slice(), form.fragments));
         let windows = WindowSet::new(sampled);
         // The rest are few and short (a password of under 19 bytes and its
         // encodings). A DFA: it is walked over every byte shipped; past

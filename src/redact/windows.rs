@@ -48,12 +48,14 @@ fn key(window: &[u8]) -> u64 {
 }
 
 impl WindowSet {
-    /// The windows of `forms` (form id and bytes; each at least [`SURE`]
-    /// bytes long).
-    pub(super) fn new<'a>(forms: impl IntoIterator<Item = (u32, &'a [u8])>) -> WindowSet {
+    /// The windows of `forms`: form id, bytes (at least [`SURE`] long) and
+    /// whether its fragments count. A form matched whole only needs its
+    /// first `STEP` windows: one of them is sampled wherever it starts.
+    pub(super) fn new<'a>(forms: impl IntoIterator<Item = (u32, &'a [u8], bool)>) -> WindowSet {
         let mut entries = Vec::new();
-        for (form, bytes) in forms {
-            for (at, window) in bytes.windows(WINDOW).enumerate() {
+        for (form, bytes, fragments) in forms {
+            let offsets = if fragments { usize::MAX } else { STEP };
+            for (at, window) in bytes.windows(WINDOW).enumerate().take(offsets) {
                 entries.push((key(window), form, u32::try_from(at).expect("short forms")));
             }
         }
@@ -137,7 +139,7 @@ mod tests {
     #[test]
     fn every_run_of_sure_bytes_holds_a_sampled_window() {
         let form: Vec<u8> = (0..60u8).map(|i| b'A' + i % 26 + (i / 26) * 6).collect();
-        let set = WindowSet::new([(0, form.as_slice())]);
+        let set = WindowSet::new([(0, form.as_slice(), true)]);
         assert_eq!(set.len(), form.len() - WINDOW + 1);
         // A run of SURE bytes of the form at every offset modulo STEP, and
         // of every part of the form.
@@ -163,7 +165,7 @@ mod tests {
     fn a_window_shared_by_forms_is_reported_for_each() {
         let a = b"0123456789abcdefghij".as_slice();
         let b = b"xx0123456789abcdefgh".as_slice();
-        let set = WindowSet::new([(0, a), (1, b)]);
+        let set = WindowSet::new([(0, a, true), (1, b, true)]);
         let found = hits(&set, b"0123456789");
         assert_eq!(
             found,
@@ -182,5 +184,19 @@ mod tests {
         );
         assert_eq!(hits(&WindowSet::new([]), b"0123456789"), vec![]);
         assert_eq!(hits(&set, b"short"), vec![]);
+    }
+
+    #[test]
+    fn a_form_matched_whole_is_sampled_wherever_it_starts() {
+        let form: Vec<u8> = (0..40u8).map(|i| b'!' + i).collect();
+        let set = WindowSet::new([(3, form.as_slice(), false)]);
+        assert_eq!(set.len(), STEP);
+        for lead in 0..3 * STEP {
+            let mut buf = vec![b' '; lead];
+            buf.extend_from_slice(&form);
+            let found = hits(&set, &buf);
+            assert_eq!(found.len(), 1, "lead {lead}");
+            assert_eq!(found[0].pos - found[0].at, lead);
+        }
     }
 }
