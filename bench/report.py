@@ -82,7 +82,8 @@ def table(r, quick):
     herd = r.get("herd", {})
     for name, (n, share) in herd_busiest(herd):
         add(f"herd {herd['agents']} agents: busiest 1 s, {name}", f"{n} uploads = {share:.1f} %", "<= 5 %")
-    for k in ("e2e", "compress", "memory", "diagnose", "idle", "binary", "load", "herd"):
+    bundle_table(r, add)
+    for k in ("e2e", "compress", "memory", "diagnose", "idle", "binary", "load", "herd", "records", "cycles", "bundle"):
         if "error" in r.get(k, {}):
             add(f"{k}", "FAILED: " + r[k]["error"][:60])
     return "\n".join(lines)
@@ -151,7 +152,7 @@ def markdown(r, quick, notes):
     for section, fn in (("e2e", md_e2e), ("compress", md_compress), ("memory", md_memory),
                         ("diagnose", md_diagnose), ("idle", md_idle),
                         ("binary", md_binary), ("load", md_load), ("herd", md_herd),
-                        ("records", md_records), ("cycles", md_cycles)):
+                        ("records", md_records), ("cycles", md_cycles), ("bundle", md_bundle)):
         if section not in r:
             continue
         if "error" in r[section]:
@@ -715,3 +716,64 @@ def md_cycles(r, w):
         peak = max(row["hwm_kib"] or 0 for run in c["runs"] for row in run["rows"])
         w(f"- peak RSS: {peak / 1024:.1f} MiB (goal <= 32 MiB: {verdict(peak <= 32 * 1024)})")
         w("")
+def bundle_figures(r):
+    """The bundle section's medians and shares, or None."""
+    d = r.get("bundle", {})
+    if "agent_cpu_s" not in d:
+        return None
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    a, g = med(d["agent_cpu_s"]), med(d["gzip_cpu_s"])
+    # Everything but deflate and the engine: redaction, tar, the other
+    # members, bookkeeping, process start.
+    rest = a - d["deflate_s"] - d["engine_s"]
+    return {"agent": a, "gzip": g, "ratio": ratio(a, g), "redact_share": ratio(d["redact_s"], a),
+            "engine_share": ratio(d["engine_s"], a), "deflate_share": ratio(d["deflate_s"], a),
+            "rest_share": ratio(rest, a)}
+
+
+def bundle_table(r, add):
+    f = bundle_figures(r)
+    if not f:
+        return
+    j = b(r["bundle"]["journal_bytes"])
+    add(f"bundle {j}: CPU collect / gzip -6", f"{f['agent']:.2f}s / {f['gzip']:.2f}s = {f['ratio']:.2f}x", "<= 0.75x")
+    add(f"bundle {j}: redaction share", f"{100 * f['redact_share']:.1f} %")
+    add(f"bundle {j}: all but deflate and engine", f"{100 * f['rest_share']:.1f} %", "<= 15 %")
+    add(f"bundle {j}: diagnosis engine share", f"{100 * f['engine_share']:.1f} %", "<= 10 %")
+
+
+def md_bundle(r, w):
+    d = r["bundle"]
+    f = bundle_figures(r)
+    mb = d["journal_bytes"] / 1e6
+    w("## 9. Bundle CPU vs gzip -6, and its parts")
+    w("")
+    w(f"The release `collect` on the fixture root, this boot's journal a generated one of {b(d['journal_bytes'])} "
+      "(bench/tools journal-gen, seed 1), a contract dir with a pull secret shaped like a real one "
+      "(four registries, two ~1.1 KB auths; every form of it is redacted), against `gzip -6` of the "
+      f"same file, alternating, {d['runs']} runs each; CPU = user + system of the process tree from "
+      "wait4. The parts are measured apart on the same bytes, median of 3 (bench/tools, process CPU): "
+      "`redact-scan` builds the redactor from the same pull secret as `collect` does, streams the "
+      "journal through it in 64 KiB pieces, then deflates its output at the bundle's level with the "
+      "agent's zlib-rs; `diagnose-scan` feeds the journal to the diagnosis engine. \"All but deflate "
+      "and the engine\" = bundle CPU − deflate − engine: redaction, tar, the other members, "
+      "bookkeeping and process start (issue 15's \"redaction + tar + bookkeeping\").")
+    w("")
+    w(f"Redactor: {d['redactor']}; built in {1000 * d['build_s']:.0f} ms CPU; {d['redactions']} redactions in the journal.")
+    w("")
+    w("| figure | measured | goal | |")
+    w("|---|---|---|---|")
+    w(f"| bundle CPU / gzip -6 CPU | {f['agent']:.2f} s / {f['gzip']:.2f} s = {f['ratio']:.2f}x "
+      f"(runs {', '.join(f'{x:.2f}' for x in d['agent_cpu_s'])} / {', '.join(f'{x:.2f}' for x in d['gzip_cpu_s'])}) "
+      f"| ≤ 0.75x | {verdict(f['ratio'] <= 0.75)} |")
+    w(f"| redaction, realistic pull secret | {d['redact_s']:.3f} s = {mb / d['redact_s']:.0f} MB/s, "
+      f"{100 * f['redact_share']:.1f} % of the bundle | | |" if d["redact_s"] else
+      f"| redaction, realistic pull secret | {d['redact_s']:.3f} s | | |")
+    w(f"| redaction, shapes only | {d['redact_shapes_s']:.3f} s | | |")
+    w(f"| deflate -6 (zlib-rs) of the redacted journal | {d['deflate_s']:.3f} s = {100 * f['deflate_share']:.1f} % "
+      f"| | |")
+    w(f"| all but deflate and the engine | {100 * f['rest_share']:.1f} % of the bundle | ≤ 15 % "
+      f"| {verdict(f['rest_share'] <= 0.15)} |")
+    w(f"| diagnosis engine | {d['engine_s']:.3f} s = {100 * f['engine_share']:.1f} % of the bundle | ≤ 10 % "
+      f"| {verdict(f['engine_share'] <= 0.10)} |")
+    w("")

@@ -17,10 +17,13 @@
 //!   values, bearer tokens, `-p PW` in command lines and PEM private key
 //!   blocks (their body, across lines).
 //!
-//! One Aho-Corasick automaton holds every literal form (as windows of
-//! [`WINDOW`] bytes), the words secret keys are made of and the anchors of
-//! the shapes, so a line with none of them costs one pass of the automaton;
-//! only its hits are looked at more closely.
+//! Three finders point at where to look closer, so that a line with no
+//! secret costs two cheap passes: one vectorised search finds the words
+//! secret keys are made of and the anchors of the shapes ([`anchors`]); the
+//! literal forms are found by sampling a window every few bytes against a set
+//! of their windows ([`windows`]), each hit extended against its form; forms
+//! too short to be sure of by sampling (a short password) are matched whole
+//! by an Aho-Corasick automaton, built only when there are any.
 //!
 //! Content is bytes (journals are not always UTF-8) and arrives in chunks of
 //! any size: [`StreamRedactor`] works line by line, holding back an incomplete
@@ -32,13 +35,18 @@
 //! kept anywhere but in the automaton.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::Engine as _;
 use memchr::{memchr, memmem, memrchr};
+
+use anchors::{Anchor, Anchors};
+use windows::WindowSet;
+
+mod anchors;
+mod windows;
 
 /// What replaces a secret in shipped content.
 pub const MARKER: &[u8] = b"[REDACTED]";
@@ -52,12 +60,6 @@ const MIN_SECRET_LEN: usize = 8;
 /// no log line matches by chance, and a token cut to 20 characters or more
 /// still reaches the service.
 pub const MIN_FRAGMENT: usize = 20;
-/// Length of the windows of each secret form held in the automaton, taken
-/// every [`STRIDE`] bytes: any fragment of `WINDOW + STRIDE - 1` bytes holds
-/// one whole window.
-const WINDOW: usize = 12;
-const STRIDE: usize = 8;
-const _: () = assert!(WINDOW + STRIDE - 1 <= MIN_FRAGMENT);
 /// A piece of a secret on the other side of a line wrap is redacted when it
 /// is this long, or all that is left of the secret.
 const MIN_WRAPPED_PIECE: usize = 4;
@@ -66,7 +68,7 @@ const MAX_LINE: usize = 256 * 1024;
 /// Bytes held back at a cut: more than any secret-shaped match can need to
 /// be recognised from its start.
 const MIN_HOLD: usize = 8 * 1024;
-/// Largest DFA kept (see [`Engine::build`]).
+/// Largest DFA kept for the short forms (see [`Engine::build`]).
 const MAX_DFA_BYTES: usize = 8 << 20;
 /// Bearer tokens shorter than this and made of letters only are ordinary
 /// words ("bearer authentication").
@@ -127,9 +129,6 @@ const SECRET_SUFFIXES: &[&str] = &[
 /// Keys secret only in NetworkManager keyfiles: elsewhere `private-key=` is
 /// as likely a path and `secret=` names a Kubernetes object.
 const KEYFILE_SECRET_KEYS: &[&str] = &["private-key", "secret", "secrets", "key"];
-/// Every secret key holds one of these (case-insensitive): the automaton
-/// finds them, and only then is the whole key read and checked.
-const KEY_WORDS: &[&str] = &["pass", "psk", "pin", "secret", "token", "auth", "key"];
 
 /// How to read the content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -140,26 +139,6 @@ pub enum Mode {
     /// A NetworkManager keyfile (INI): values run to the end of the line and
     /// every value in a `[…-secrets]` section is secret.
     Keyfile,
-}
-
-/// What a hit of the automaton may be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    /// A word secret keys are made of.
-    KeyWord,
-    /// `://`: credentials in a URL.
-    Url,
-    /// `bearer`
-    Bearer,
-    /// `-----BEGIN`
-    PemBegin,
-    /// `-p `
-    ShortPasswordFlag,
-    /// A whole secret form (too short for windows, or a line of a
-    /// structured secret).
-    Literal { form: u32 },
-    /// `WINDOW` bytes of a form, starting at `at`.
-    Window { form: u32, at: u32 },
 }
 
 /// One way a secret may appear in content.
@@ -174,8 +153,10 @@ struct Form {
 
 #[derive(Debug)]
 struct Engine {
-    automaton: AhoCorasick,
-    roles: Vec<Vec<Role>>,
+    /// Forms of [`windows::SURE`] bytes or more, by sampling.
+    windows: WindowSet,
+    /// Shorter forms, matched whole (exact case), when there are any.
+    short: Option<AhoCorasick>,
     forms: Vec<Form>,
     longest_form: usize,
 }
@@ -215,15 +196,26 @@ impl Redactor {
         self.engine.longest_form
     }
 
-    /// The automaton's size, for benchmarks and debug logs.
+    /// The finders' sizes, for benchmarks and debug logs.
     pub fn describe(&self) -> String {
         let engine = &self.engine;
+        let short = engine.short.as_ref().map_or_else(
+            || "none".to_owned(),
+            |automaton| {
+                format!(
+                    "{} in a {:?} of {} KiB",
+                    automaton.patterns_len(),
+                    automaton.kind(),
+                    automaton.memory_usage() / 1024
+                )
+            },
+        );
         format!(
-            "{} forms, {} patterns, {:?} of {} KiB",
+            "{} forms: {} windows sampled ({} KiB), short forms {short}; anchors by {}",
             engine.forms.len(),
-            engine.roles.len(),
-            engine.automaton.kind(),
-            engine.automaton.memory_usage() / 1024
+            engine.windows.len(),
+            engine.windows.memory_usage() / 1024,
+            Anchors::get().describe(),
         )
     }
 
@@ -530,68 +522,47 @@ fn base64_forms(secret: &[u8]) -> Vec<Vec<u8>> {
 
 impl Engine {
     fn build(forms: Vec<Form>) -> Engine {
-        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-        let mut patterns: Vec<Vec<u8>> = Vec::new();
-        let mut roles: Vec<Vec<Role>> = Vec::new();
-        let mut add = |pattern: &[u8], role: Role| {
-            let key = pattern.to_ascii_lowercase();
-            let id = *index.entry(key).or_insert_with(|| {
-                patterns.push(pattern.to_vec());
-                roles.push(Vec::new());
-                patterns.len() - 1
-            });
-            if !roles[id].contains(&role) {
-                roles[id].push(role);
-            }
-        };
-        for word in KEY_WORDS {
-            add(word.as_bytes(), Role::KeyWord);
-        }
-        add(b"://", Role::Url);
-        add(b"bearer", Role::Bearer);
-        add(b"-----BEGIN", Role::PemBegin);
-        add(b"-p ", Role::ShortPasswordFlag);
-        for (i, form) in forms.iter().enumerate() {
-            let form_id = u32::try_from(i).expect("fewer than 4G forms");
-            if !form.fragments || form.bytes.len() < MIN_FRAGMENT {
-                add(&form.bytes, Role::Literal { form: form_id });
-                continue;
-            }
-            let mut at = 0;
-            while at + WINDOW <= form.bytes.len() {
-                add(
-                    &form.bytes[at..at + WINDOW],
-                    Role::Window {
-                        form: form_id,
-                        at: u32::try_from(at).expect("forms are short"),
-                    },
-                );
-                at += STRIDE;
-            }
-        }
-        // A DFA: the automaton is walked over every byte shipped. Its size
-        // grows with the secrets' length; past MAX_DFA_BYTES (a pull secret
-        // with several long registry auths) the contiguous NFA, a little
-        // slower and far smaller, keeps the reporter's memory flat.
-        let build = |kind| {
-            AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .match_kind(MatchKind::Standard)
-                .kind(Some(kind))
-                .build(&patterns)
-        };
-        let automaton = build(AhoCorasickKind::DFA)
-            .ok()
-            .filter(|dfa| dfa.memory_usage() <= MAX_DFA_BYTES)
-            .unwrap_or_else(|| build(AhoCorasickKind::ContiguousNFA).expect("patterns are short"));
+        let sampled = forms
+            .iter()
+            .enumerate()
+            .filter(|(_, form)| form.bytes.len() >= windows::SURE)
+            .map(|(i, form)| (form_id(i), form.bytes.as_slice(), form.fragments));
+        let windows = WindowSet::new(sampled);
+        // The rest are few and short (a password of under 19 bytes and its
+        // encodings). A DFA: it is walked over every byte shipped; past
+        // MAX_DFA_BYTES the contiguous NFA keeps the memory flat.
+        // Forms are distinct (derive_forms dedups them).
+        let patterns: Vec<&[u8]> = forms
+            .iter()
+            .filter(|f| f.bytes.len() < windows::SURE)
+            .map(|f| f.bytes.as_slice())
+            .collect();
+        let short = (!patterns.is_empty()).then(|| {
+            let build = |kind| {
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::Standard)
+                    .kind(Some(kind))
+                    .build(&patterns)
+            };
+            build(AhoCorasickKind::DFA)
+                .ok()
+                .filter(|dfa| dfa.memory_usage() <= MAX_DFA_BYTES)
+                .unwrap_or_else(|| {
+                    build(AhoCorasickKind::ContiguousNFA).expect("patterns are short")
+                })
+        });
         let longest_form = forms.iter().map(|f| f.bytes.len()).max().unwrap_or(0);
         Engine {
-            automaton,
-            roles,
+            windows,
+            short,
             forms,
             longest_form,
         }
     }
+}
+
+fn form_id(index: usize) -> u32 {
+    u32::try_from(index).expect("fewer than 4G forms")
 }
 
 // ---------------------------------------------------------------------------
@@ -884,45 +855,35 @@ fn scan(
         }
     }
     let mut last_key_end = usize::MAX;
-    for hit in engine.automaton.find_overlapping_iter(buf) {
-        let (start, end) = (hit.start(), hit.end());
-        for &role in &engine.roles[hit.pattern().as_usize()] {
-            match role {
-                Role::Window { form, at } => {
-                    let form = &engine.forms[form as usize].bytes;
-                    if let Some((span, form_start, form_end)) =
-                        fragment(buf, start, end, form, at as usize)
-                    {
-                        wrapped_pieces(buf, &span, form, form_start, form_end, &mut found);
-                        found.push(span);
-                    }
+    for (anchor, start) in Anchors::get().find_iter(buf) {
+        match anchor {
+            Anchor::KeyWord => {
+                let key_end = start + word_len(&buf[start..]);
+                if key_end != last_key_end {
+                    last_key_end = key_end;
+                    key_value(buf, key_end, mode, open_end, &mut found);
                 }
-                Role::Literal { form } => {
-                    if &buf[start..end] == engine.forms[form as usize].bytes.as_slice() {
-                        found.push(Span::new(start, end));
-                    }
-                }
-                Role::KeyWord => {
-                    let key_end = start + word_len(&buf[start..]);
-                    if key_end != last_key_end {
-                        last_key_end = key_end;
-                        key_value(buf, key_end, mode, open_end, &mut found);
-                    }
-                }
-                Role::Url => url_credentials(buf, start, open_end, &mut found),
-                Role::Bearer => bearer_token(buf, start, open_end, &mut found),
-                // One begun before the block was handled with its line.
-                Role::PemBegin if (from..to).contains(&start) => {
-                    if let Some(span) = pem_block(buf, start) {
-                        pem_open |= span.open || span.end > to;
-                        found.push(span);
-                    }
-                }
-                Role::PemBegin => {}
-                Role::ShortPasswordFlag => short_password_flag(buf, start, open_end, &mut found),
             }
+            Anchor::Url => url_credentials(buf, start, open_end, &mut found),
+            Anchor::Bearer => bearer_token(buf, start, open_end, &mut found),
+            // One begun before the block was handled with its line.
+            Anchor::PemBegin if (from..to).contains(&start) => {
+                if let Some(span) = pem_block(buf, start) {
+                    pem_open |= span.open || span.end > to;
+                    found.push(span);
+                }
+            }
+            Anchor::PemBegin => {}
+            Anchor::ShortPasswordFlag => short_password_flag(buf, start, open_end, &mut found),
         }
     }
+    if let Some(automaton) = &engine.short {
+        // Short forms count whole only.
+        for hit in automaton.find_overlapping_iter(buf) {
+            found.push(Span::new(hit.start(), hit.end()));
+        }
+    }
+    literal_forms(engine, buf, &mut found);
 
     state.in_pem = pem_open;
 
@@ -950,20 +911,52 @@ fn scan(
     }
 }
 
-/// The longest run of `form` around the window `buf[start..end]` ==
-/// `form[at..at + WINDOW]`, if it is long enough to be a secret: the span
-/// and the part of the form it covers.
-fn fragment(
-    buf: &[u8],
+/// The sampled windows of the forms in `buf`, extended to the longest run
+/// of their form around them: a fragment when it is long enough (or the
+/// whole form), with the pieces of it wrapped onto the lines around.
+fn literal_forms(engine: &Engine, buf: &[u8], found: &mut Vec<Span>) {
+    // Runs already extended, as (form, where the form would start, end of
+    // the run): every later sample inside one gives the same run again.
+    let mut recent: [(u32, usize, usize); 8] = [(u32::MAX, 0, 0); 8];
+    let mut next_slot = 0;
+    engine.windows.for_each_hit(buf, |hit| {
+        let origin = hit.pos.wrapping_sub(hit.at);
+        let seen = recent.iter().any(|&(form, at, end)| {
+            form == hit.form && at == origin && hit.pos + windows::WINDOW <= end
+        });
+        if seen {
+            return;
+        }
+        let form = &engine.forms[hit.form as usize];
+        let run = extend(buf, hit.pos, &form.bytes, hit.at);
+        recent[next_slot] = (hit.form, origin, run.end);
+        next_slot = (next_slot + 1) % recent.len();
+        let len = run.form_end - run.form_start;
+        let whole = len == form.bytes.len();
+        if whole || (form.fragments && len >= MIN_FRAGMENT) {
+            let span = Span::new(run.start, run.end);
+            if form.fragments {
+                wrapped_pieces(buf, &span, &form.bytes, run.form_start, run.form_end, found);
+            }
+            found.push(span);
+        }
+    });
+}
+
+/// A run of a form in the content: `start..end` of the buffer equals
+/// `form_start..form_end` of the form.
+struct Run {
     start: usize,
     end: usize,
-    form: &[u8],
-    at: usize,
-) -> Option<(Span, usize, usize)> {
-    if buf[start..end] != form[at..at + WINDOW] {
-        return None;
-    }
-    let before = buf[..start]
+    form_start: usize,
+    form_end: usize,
+}
+
+/// The longest run of `form` through `buf[pos..pos + WINDOW]`, which equals
+/// `form[at..at + WINDOW]`.
+fn extend(buf: &[u8], pos: usize, form: &[u8], at: usize) -> Run {
+    let end = pos + windows::WINDOW;
+    let before = buf[..pos]
         .iter()
         .rev()
         .zip(form[..at].iter().rev())
@@ -971,13 +964,15 @@ fn fragment(
         .count();
     let after = buf[end..]
         .iter()
-        .zip(&form[at + WINDOW..])
+        .zip(&form[at + windows::WINDOW..])
         .take_while(|(a, b)| a == b)
         .count();
-    let (form_start, form_end) = (at - before, at + WINDOW + after);
-    let len = form_end - form_start;
-    (len >= MIN_FRAGMENT || len == form.len())
-        .then(|| (Span::new(start - before, end + after), form_start, form_end))
+    Run {
+        start: pos - before,
+        end: end + after,
+        form_start: at - before,
+        form_end: at + windows::WINDOW + after,
+    }
 }
 
 /// The rest of a secret on the lines around a fragment that ends (starts)
@@ -1764,6 +1759,161 @@ mod tests {
         let text = format!("x {} y", TOKEN.to_ascii_lowercase());
         assert_eq!(redact(&r, &text).1, 0);
         assert!(Redactor::new(["tiny"]).is_empty());
+    }
+
+    // ---- sampling of the literal forms (windows::STEP)
+
+    /// No run of MIN_FRAGMENT bytes of `secret` in `out`.
+    fn assert_no_run(out: &[u8], secret: &[u8], what: &str) {
+        for run in secret.windows(MIN_FRAGMENT) {
+            assert!(
+                memmem::find(out, run).is_none(),
+                "{what}: {:?} survived in {:?}",
+                String::from_utf8_lossy(run),
+                String::from_utf8_lossy(out)
+            );
+        }
+    }
+
+    /// A secret with no repeated window, so a run of it is found where it is.
+    fn distinct_secret(len: usize, seed: u64) -> String {
+        let mut state = seed;
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        (0..len)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                char::from(alphabet[usize::try_from(state >> 33).unwrap() % alphabet.len()])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fragment_is_found_at_every_offset_modulo_the_step() {
+        let secret = distinct_secret(64, 7);
+        let r = Redactor::new([secret.as_str()]);
+        let step = windows::STEP;
+        for lead in 0..=2 * step {
+            for from in 0..=secret.len() - MIN_FRAGMENT {
+                let fragment = &secret[from..from + MIN_FRAGMENT];
+                let text = format!("{} {fragment} tail\n", "x".repeat(lead));
+                let (out, n) = redact(&r, &text);
+                assert_eq!(
+                    out,
+                    format!("{} [REDACTED] tail\n", "x".repeat(lead)),
+                    "lead {lead}, from {from}"
+                );
+                assert_eq!(n, 1);
+                // One byte short of a fragment: left alone wherever it falls.
+                let short = &secret[from..from + MIN_FRAGMENT - 1];
+                let text = format!("{} {short} tail\n", "x".repeat(lead));
+                assert_eq!(
+                    redact(&r, &text),
+                    (text.clone(), 0),
+                    "lead {lead}, from {from}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fragments_at_line_and_chunk_boundaries() {
+        let secret = distinct_secret(100, 11);
+        let r = Redactor::new([secret.as_str()]);
+        // Fragments starting a line, ending a line (also before CRLF), a
+        // whole line, and the whole secret wrapped over three lines.
+        let mut text = String::new();
+        for (i, cut) in [0usize, 5, 13, 37, 70].iter().enumerate() {
+            let piece = &secret[*cut..*cut + MIN_FRAGMENT + i];
+            let lines = format!("{piece} after\nbefore {piece}\nbefore {piece}\r\n{piece}\n");
+            text.push_str(&lines);
+        }
+        let wrapped = format!(
+            "{}\n{}\n{}\nend\n",
+            &secret[..30],
+            &secret[30..60],
+            &secret[60..]
+        );
+        text.push_str(&wrapped);
+        let (whole, count) = chunked(&r, text.as_bytes(), text.len());
+        assert_no_run(&whole, secret.as_bytes(), "whole");
+        assert_eq!(count, 5 * 4 + 3);
+        assert!(whole.ends_with(b"\nend\n"));
+        for size in [1, 2, 3, 5, 7, 11, 12, 13, 19, 64, 100] {
+            let (out, n) = chunked(&r, text.as_bytes(), size);
+            assert_eq!(out, whole, "chunk size {size}");
+            assert_eq!(n, count);
+        }
+    }
+
+    #[test]
+    fn overlapping_and_adjacent_forms() {
+        let a = distinct_secret(48, 21);
+        let b = distinct_secret(48, 22);
+        let r = Redactor::new([a.as_str(), b.as_str()]);
+        // The tail of one right against the head of the other, then each
+        // twice in a row, then a's fragment in the middle of b's base64.
+        let cases = [
+            format!("x {}{} y", &a[20..], &b[..25]),
+            format!("x {b}{b} y"),
+            format!("x {}{a} y", &a[..30]),
+            format!("x {}{}{} y", &b[..10], &a[3..40], &b[10..]),
+        ];
+        for text in &cases {
+            let (out, n) = redact(&r, text);
+            assert_no_run(out.as_bytes(), a.as_bytes(), text);
+            assert_no_run(out.as_bytes(), b.as_bytes(), text);
+            assert!(
+                out.starts_with("x ") && out.ends_with(" y") && n >= 1,
+                "{out}"
+            );
+        }
+        // One secret the start of another: both forms overlap in content.
+        let long = format!("{a}{}", &b[..30]);
+        let r = Redactor::new([a.as_str(), long.as_str()]);
+        let (out, n) = redact(&r, &format!("x {long} y {a} z"));
+        assert_eq!((out.as_str(), n), ("x [REDACTED] y [REDACTED] z", 2));
+    }
+
+    #[test]
+    fn a_long_pull_secret_stays_small_and_fast_to_build() {
+        // Four registries, two of them with a ~1.1 KB password: thousands of
+        // windows, which an automaton could only hold as an NFA.
+        let auths: Vec<String> = (0..4u64)
+            .map(|i| {
+                b64(format!(
+                    "pool-{i}:{}",
+                    distinct_secret(if i < 2 { 32 } else { 1100 }, i)
+                )
+                .as_bytes())
+            })
+            .collect();
+        let pull = format!(
+            r#"{{"auths":{{{}}}}}"#,
+            auths
+                .iter()
+                .enumerate()
+                .map(|(i, a)| format!(r#""r{i}.io":{{"auth":"{a}"}}"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let r = Redactor::new([pull.as_str()]);
+        assert!(r.engine.windows.len() > 10_000, "{}", r.describe());
+        assert!(
+            r.engine.windows.memory_usage() < 4 << 20,
+            "{}",
+            r.describe()
+        );
+        assert!(r.engine.short.is_none(), "{}", r.describe());
+        for auth in &auths {
+            let text = format!("pulling with {}\n", &auth[auth.len() / 3..]);
+            assert_no_run(
+                chunked(&r, text.as_bytes(), 7).0.as_slice(),
+                auth.as_bytes(),
+                "auth",
+            );
+        }
     }
 
     // ---- shapes

@@ -291,6 +291,95 @@ fn anchors() -> &'static AhoCorasick {
     })
 }
 
+/// Finds the next anchor in a block of lines at the speed of a vectorised
+/// scan. The automaton above has no useful prefilter for 50 patterns (its
+/// Teddy fingerprint is their first bytes, shared by most log text) and
+/// walks every byte at about 100 MB/s; here aho-corasick's packed (Teddy)
+/// searcher looks for one 4-byte needle of each anchor, the one made of the
+/// bytes least common in logs, and a needle found is checked against the
+/// anchors it was taken from.
+struct AnchorFinder {
+    searcher: Option<aho_corasick::packed::Searcher>,
+    /// For each needle (pattern id): the anchors holding it and where.
+    owners: Vec<Vec<(&'static [u8], usize)>>,
+}
+
+const NEEDLE: usize = 4;
+
+/// How common a byte is in log text, roughly: needles avoid blanks, the
+/// most frequent letters, digits and the punctuation of timestamps.
+fn commonness(b: u8) -> u32 {
+    match b {
+        b' ' => 10,
+        b'e' | b't' | b'a' | b'o' | b'i' | b'n' | b's' | b'r' => 9,
+        b'a'..=b'z' => 7,
+        b'0'..=b'9' | b'-' | b'.' | b'/' | b':' | b'=' | b'"' => 6,
+        b'A'..=b'Z' => 3,
+        _ => 2,
+    }
+}
+
+impl AnchorFinder {
+    fn get() -> &'static AnchorFinder {
+        static FINDER: OnceLock<AnchorFinder> = OnceLock::new();
+        FINDER.get_or_init(|| {
+            let mut needles: Vec<&'static [u8]> = Vec::new();
+            let mut owners: Vec<Vec<(&'static [u8], usize)>> = Vec::new();
+            for anchor in ANCHORS {
+                let anchor = anchor.as_bytes();
+                let at = (0..=anchor.len() - NEEDLE)
+                    .min_by_key(|&i| {
+                        anchor[i..i + NEEDLE]
+                            .iter()
+                            .map(|&b| commonness(b))
+                            .sum::<u32>()
+                    })
+                    .expect("anchors are at least a needle long");
+                let needle = &anchor[at..at + NEEDLE];
+                if let Some(id) = needles.iter().position(|n| *n == needle) {
+                    owners[id].push((anchor, at));
+                } else {
+                    needles.push(needle);
+                    owners.push(vec![(anchor, at)]);
+                }
+            }
+            let searcher = aho_corasick::packed::Config::new()
+                .heuristic_pattern_limits(false)
+                .builder()
+                .extend(&needles)
+                .build();
+            AnchorFinder { searcher, owners }
+        })
+    }
+
+    /// Start of the first anchor in `block[from..]`.
+    fn find(&self, block: &[u8], mut from: usize) -> Option<usize> {
+        let Some(searcher) = &self.searcher else {
+            // No Teddy on this CPU: the automaton.
+            let m = anchors().find(aho_corasick::Input::new(block).span(from..block.len()))?;
+            return Some(m.start());
+        };
+        loop {
+            let m = searcher.find_in(
+                block,
+                aho_corasick::Span {
+                    start: from,
+                    end: block.len(),
+                },
+            )?;
+            let at = m.start();
+            for &(anchor, offset) in &self.owners[m.pattern().as_usize()] {
+                if at >= offset && block[at - offset..].starts_with(anchor) {
+                    return Some(at - offset);
+                }
+            }
+            // Needles are all NEEDLE bytes long and distinct: the next one
+            // may start at the next byte.
+            from = at + 1;
+        }
+    }
+}
+
 /// How a member is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -635,16 +724,16 @@ impl Scanner {
             }
             return;
         }
-        let ac = anchors();
+        let finder = AnchorFinder::get();
         let mut counted = 0usize;
         let mut pos = 0usize;
         while pos < block.len() {
-            let Some(m) = ac.find(aho_corasick::Input::new(block).span(pos..block.len())) else {
+            let Some(anchor_at) = finder.find(block, pos) else {
                 break;
             };
-            let start = memchr::memrchr(b'\n', &block[..m.start()]).map_or(0, |i| i + 1);
+            let start = memchr::memrchr(b'\n', &block[..anchor_at]).map_or(0, |i| i + 1);
             let end =
-                memchr::memchr(b'\n', &block[m.start()..]).map_or(block.len(), |i| m.start() + i);
+                memchr::memchr(b'\n', &block[anchor_at..]).map_or(block.len(), |i| anchor_at + i);
             self.lines += memchr::memchr_iter(b'\n', &block[counted..start]).count() as u64;
             counted = start;
             let line = &block[start..end];
@@ -652,7 +741,7 @@ impl Scanner {
             let window = if line.len() <= MAX_LINE {
                 line
             } else {
-                let at = m.start() - start;
+                let at = anchor_at - start;
                 let from = at.saturating_sub(MAX_LINE / 2);
                 &line[from..(from + MAX_LINE).min(line.len())]
             };

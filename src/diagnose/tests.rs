@@ -243,3 +243,40 @@ fn progress_info_prefers_the_diagnosis() {
         HEADLINE_MAX_CHARS
     );
 }
+
+#[test]
+fn the_anchor_finder_agrees_with_the_automaton() {
+    // Every anchor at every offset of a block long enough for the vector
+    // search, with near misses (a needle without its anchor) around it.
+    let finder = AnchorFinder::get();
+    let filler =
+        "kubelet I1122 prober.go:107] Probe failed probeType=Readiness net conn 10.0.0.1:53 ";
+    for anchor in ANCHORS {
+        for lead in 0..40 {
+            let needle_only: String = anchor.chars().skip(1).collect();
+            let text = format!("{needle_only} {}{anchor} tail\n", &filler[..lead]);
+            let bytes = text.as_bytes();
+            let want = anchors()
+                .find_iter(bytes)
+                .map(|m| m.start())
+                .find(|&at| text[at..].starts_with(anchor));
+            let line_of = |at: usize| memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+            let got = finder.find(bytes, 0);
+            assert_eq!(
+                got.map(line_of),
+                want.map(line_of),
+                "{anchor:?} after {lead}"
+            );
+            assert!(got.is_some(), "{anchor:?} after {lead}");
+            let at = got.unwrap();
+            assert!(
+                ANCHORS.iter().any(|a| text[at..].starts_with(a)),
+                "{anchor:?}: {}",
+                &text[at..]
+            );
+        }
+    }
+    // A long block of ordinary lines holds none.
+    let block = format!("{filler}\n").repeat(100);
+    assert_eq!(finder.find(block.as_bytes(), 0), None);
+}
