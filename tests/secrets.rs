@@ -332,7 +332,7 @@ async fn watched_run_until(
     opts: &AgentOpts,
     secrets: &[(&'static str, String)],
     check_agent_environ: bool,
-    stop_after: Option<Duration>,
+    stop_after_uploads: Option<usize>,
 ) -> (Seen, AgentRun) {
     let bundle = sc
         .data_dir
@@ -342,10 +342,23 @@ async fn watched_run_until(
         .join("host_boot.tar.gz");
     let running = sc.spawn_agent(label, opts);
     let pid = running.pid().expect("agent pid");
-    let watch = Watch::start(pid, bundle, secrets.to_vec(), check_agent_environ);
-    if let Some(after) = stop_after {
+    let watch = Watch::start(pid, bundle.clone(), secrets.to_vec(), check_agent_environ);
+    if let Some(uploads) = stop_after_uploads {
+        // SIGTERM once the mock stored `uploads` bundles (each upload is
+        // renamed into place: a new inode), or after a bound that only a
+        // hung agent reaches: a count, not a wall-clock guess, so a loaded
+        // machine cannot make the run end before its second bundle.
+        let stored = bundle.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(after).await;
+            use std::os::unix::fs::MetadataExt as _;
+            let until = std::time::Instant::now() + Duration::from_secs(180);
+            let mut inodes = std::collections::HashSet::new();
+            while inodes.len() < uploads && std::time::Instant::now() < until {
+                if let Ok(meta) = std::fs::metadata(&stored) {
+                    inodes.insert(meta.ino());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             let _ = std::process::Command::new("kill")
                 .args(["-TERM", &pid.to_string()])
                 .status();
@@ -494,7 +507,7 @@ async fn no_secret_in_anything_the_agent_emits_over_both_boots() {
         &with_journal(at_trace(&sc, trace_opts("60s", None)), &sc, &plant),
         &secrets,
         true,
-        Some(Duration::from_secs(6)),
+        Some(2),
     )
     .await;
     run.assert_code(0);

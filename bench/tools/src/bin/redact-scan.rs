@@ -1,6 +1,6 @@
 //! Redaction's and deflate's own CPU cost on a journal, for bench/run's
 //! `bundle` section: builds the redactor from a pull secret file the way
-//! `collect` does (`config::parse_credentials`, every secret it scrubs),
+//! `collect` does (`contract::parse_credentials`, every secret it scrubs),
 //! pushes the file through it in the 64 KiB pieces the collectors read, then
 //! compresses the redacted bytes at the bundle's gzip level (the agent's
 //! zlib-rs), and prints one JSON line with the process CPU (kernel
@@ -13,7 +13,7 @@ use std::io::{Read as _, Write as _};
 
 use anyhow::Context as _;
 use assisted_boot_reporter::bundle::GZIP_LEVEL;
-use assisted_boot_reporter::config;
+use assisted_boot_reporter::contract;
 use assisted_boot_reporter::redact::{Mode, Redactor};
 use base64::Engine as _;
 use clap::Parser;
@@ -92,7 +92,7 @@ fn main() -> anyhow::Result<()> {
     if let Some(path) = &args.pull_secret {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let creds = config::parse_credentials(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let creds = contract::parse_credentials(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
         secrets.extend(creds.scrub.iter().map(|s| s.expose().to_owned()));
     }
 
