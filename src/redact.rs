@@ -48,6 +48,10 @@ use windows::WindowSet;
 mod anchors;
 mod windows;
 
+// Sampling finds every run of `windows::SURE` bytes: the fragment rule
+// must not ask for shorter ones.
+const _: () = assert!(windows::SURE <= MIN_FRAGMENT);
+
 /// What replaces a secret in shipped content.
 pub const MARKER: &[u8] = b"[REDACTED]";
 

@@ -14,7 +14,6 @@ pub(super) const WINDOW: usize = 8;
 pub(super) const STEP: usize = 12;
 /// Shortest run of a form that sampling is sure to find.
 pub(super) const SURE: usize = WINDOW + STEP - 1;
-const _: () = assert!(SURE <= super::MIN_FRAGMENT);
 
 /// Multiplicative hashing: the top bits of each product index the filter.
 const MULTIPLIERS: [u64; 2] = [0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F];
