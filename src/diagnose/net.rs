@@ -5,7 +5,7 @@
 //! and NetworkManager's and the kernel drivers' carrier messages.
 
 use super::line::{after, registry_host, token_until, url_host};
-use super::{Category, Nature, Signal};
+use super::signal::{Category, Nature, Signal};
 
 /// The Go/glibc wording of a failed lookup, and how the summary says it.
 const DNS_REASONS: &[&str] = &[

@@ -3,7 +3,7 @@
 //! (which failed, which finished).
 
 use super::line::{after, token_until};
-use super::{Category, Nature, Signal};
+use super::signal::{Category, Nature, Signal};
 
 /// kubelet's certificate manager waiting on an unapproved CSR.
 pub(super) fn csr(msg: &str) -> Option<Signal> {

@@ -3,7 +3,7 @@
 //! binaries for another architecture or release.
 
 use super::line::{after, registry_host, token_until};
-use super::{Category, Nature, Signal};
+use super::signal::{Category, Nature, Signal};
 
 /// `unauthorized: authentication required`, `reading manifest … in
 /// quay.io/…: unauthorized`, `denied: requested access to the resource is

@@ -4,7 +4,7 @@
 //! overlay mounts failing).
 
 use super::line::{after, token_until};
-use super::{Category, Nature, Signal};
+use super::signal::{Category, Nature, Signal};
 
 /// `df` use at or above which a file system counts as full.
 const FULL_PERCENT: u32 = 98;

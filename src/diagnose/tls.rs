@@ -5,7 +5,7 @@
 //! tracking`'s offset).
 
 use super::line::{after, registry_host, token_until, url_host};
-use super::{Category, Nature, Signal};
+use super::signal::{Category, Nature, Signal};
 
 /// Offset from NTP beyond which certificate checks start failing in
 /// practice (kubelet and etcd certificates are minted minutes before use).
