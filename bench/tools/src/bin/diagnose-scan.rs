@@ -8,6 +8,7 @@
 
 use std::io::Read as _;
 
+use abr_bench::cpu_seconds;
 use anyhow::Context as _;
 use assisted_boot_reporter::diagnose::{self, Engine, Scanner};
 use clap::Parser;
@@ -16,17 +17,6 @@ use clap::Parser;
 struct Args {
     /// The journal text to scan.
     file: std::path::PathBuf,
-}
-
-/// User + system CPU seconds of this process so far.
-fn cpu_seconds() -> anyhow::Result<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    // Fields after the command name in parentheses: utime is the 14th field.
-    let rest = stat.rsplit_once(") ").context("odd /proc/self/stat")?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
-    // USER_HZ is 100 on every Linux the bench runs on.
-    Ok(ticks / 100.0)
 }
 
 /// A `/proc/self/status` field in KiB (VmRSS, VmHWM).

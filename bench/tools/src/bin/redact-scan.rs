@@ -11,6 +11,7 @@
 
 use std::io::{Read as _, Write as _};
 
+use abr_bench::cpu_seconds;
 use anyhow::Context as _;
 use assisted_boot_reporter::bundle::GZIP_LEVEL;
 use assisted_boot_reporter::contract;
@@ -28,16 +29,6 @@ struct Args {
     /// Write a pull secret shaped like a real one here and exit.
     #[arg(long)]
     write_pull_secret: Option<std::path::PathBuf>,
-}
-
-/// User + system CPU seconds of this process so far.
-fn cpu_seconds() -> anyhow::Result<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    let rest = stat.rsplit_once(") ").context("odd /proc/self/stat")?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
-    // USER_HZ is 100 on every Linux the bench runs on.
-    Ok(ticks / 100.0)
 }
 
 /// A pull secret shaped like one from console.redhat.com: two short auths
