@@ -855,7 +855,7 @@ impl Reporter {
         match uploader.upload(&meta, Some(deadline)).await {
             Ok(done) => {
                 self.uploads += 1;
-                self.diagnosis_headline = crate::diagnose::headline_of(&done.manifest);
+                self.diagnosis_headline = done.manifest.diagnosis_headline().map(str::to_owned);
                 self.reached_service = true;
                 tracing::info!(
                     "uploaded the {reason} {} bundle: {} bytes compressed in {}",

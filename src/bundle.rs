@@ -182,6 +182,11 @@ impl Manifest {
     pub fn digest(&self) -> Option<&str> {
         self.records_digest.as_deref()
     }
+
+    /// The bundle's worst finding in one line, for `progress_info`.
+    pub fn diagnosis_headline(&self) -> Option<&str> {
+        self.diagnosis.as_ref()?.headline.as_deref()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

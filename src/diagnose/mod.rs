@@ -1241,11 +1241,6 @@ fn format_time(secs: i64) -> String {
     )
 }
 
-/// The worst finding of a shipped bundle, for `progress_info`.
-pub fn headline_of(manifest: &crate::bundle::Manifest) -> Option<String> {
-    manifest.diagnosis.as_ref()?.headline.clone()
-}
-
 /// What the agent sends as `progress_info`: the last bundle's worst finding
 /// when it has one (it says why), else the bootstrap records' digest (read
 /// from the host, so it shows even when no bundle was taken). Bounded to
