@@ -126,7 +126,7 @@ def markdown(r, quick, notes):
       "on 127.0.0.1 and writes this file). The agent and what it is compared with were "
       "measured side by side in that run, alternating where repeated, so the **ratios** hold "
       "on a shared, noisy machine even where absolute times drift. Raw results: "
-      "`target/bench/results.json`; `python3 bench/report.py target/bench/results.json` "
+      "`target/bench/results.json`; `python3 bench/report.py target/bench/results.json > docs/benchmarks.md` "
       "rewrites this file from them.")
     w("")
     w("## Machine")
@@ -220,6 +220,48 @@ def summary_rows(r, w):
     herd = r.get("herd", {})
     for name, (n, share) in herd_busiest(herd):
         w(f"| 7 | herd, {herd['agents']} agents started together: {name}, uploads in the busiest second | {n} = {share:.1f} % | ≤ 5 % | {verdict(share <= 5)} |")
+    for row in r.get("diagnose", {}).get("rows", []):
+        w(f"| 3b | diagnosis engine, {b(row['journal_bytes'])} journal: share of the bundle's CPU, its own peak memory "
+          f"| {100 * row['share']:.1f} %, {(row.get('engine_peak_kib') or 0) / 1024:.2f} MiB | ≤ 10 %, a few MiB "
+          f"| {verdict(row['share'] <= 0.10 and (row.get('engine_peak_kib') or 0) <= 4 * 1024)} |")
+    cyc = cycles_figures(r)
+    if cyc:
+        w(f"| 9 | cycles: CPU of bundles 2..6 vs bundle 1 | {cyc['later_vs_first']} | what was logged since | |")
+        w(f"| 9 | cycles: per bundle after the first, {b(cyc['big'])} vs {b(cyc['small'])} journal "
+          f"| {cyc['flat']:.2f}x | ≤ 1.5x | {verdict(cyc['flat'] <= 1.5)} |")
+        w(f"| 9 | cycles: largest write_bytes of one later bundle | {b(cyc['writes'])} | 0 beyond the ledger | |")
+        w(f"| 9 | cycles: peak RSS ({b(cyc['small'])} / {b(cyc['big'])} journal) "
+          f"| {cyc['peak_small'] / 1024:.1f} / {cyc['peak_big'] / 1024:.1f} MiB | ≤ 32 MiB "
+          f"| {verdict(max(cyc['peak_small'], cyc['peak_big']) <= 32 * 1024)} |")
+    f = bundle_figures(r)
+    if f:
+        d = r["bundle"]
+        w(f"| 10 | bundle CPU / gzip -6 CPU, {b(d['journal_bytes'])} journal | {f['ratio']:.2f}x | ≤ 0.75x | {verdict(f['ratio'] <= 0.75)} |")
+        w(f"| 10 | redaction, measured apart / all but deflate and the engine | {100 * f['redact_share']:.1f} % / "
+          f"{100 * f['rest_share']:.1f} % of the bundle | ≤ 15 % | {verdict(max(f['redact_share'], f['rest_share']) <= 0.15)} |")
+        if d.get("bundle_bytes"):
+            w(f"| 10 | bundle size / gzip -6 output | {ratio(d['bundle_bytes'], d['gzip_bytes']):.3f} | | |")
+
+
+def cycles_figures(r):
+    """The cycles section's headline figures, or None without both sizes."""
+    c = r.get("cycles", {})
+    runs = sorted(c.get("runs", []), key=lambda run: run["journal_bytes"])
+    if len(runs) != 2:
+        return None
+    def later(run):
+        xs = [row["cpu_s"] for row in run["rows"][1:]]
+        return sum(xs) / len(xs) if xs else float("nan")
+    small, big = runs
+    shares = [ratio(row["cpu_s"], run["rows"][0]["cpu_s"]) for run in runs for row in run["rows"][1:]]
+    return {
+        "small": small["journal_bytes"], "big": big["journal_bytes"],
+        "later_vs_first": f"{min(shares):.2f}x–{max(shares):.2f}x" if shares else "?",
+        "flat": ratio(later(big), later(small)),
+        "writes": max(row["write_bytes"] or 0 for run in runs for row in run["rows"][1:]),
+        "peak_small": max(row["hwm_kib"] or 0 for row in small["rows"]),
+        "peak_big": max(row["hwm_kib"] or 0 for row in big["rows"]),
+    }
 
 
 HERD_ROUNDS = (("first", "first round"), ("second", "second round"), ("final", "final bundle"))
@@ -420,7 +462,7 @@ def compress_discussion(c, w):
           "by the service, CPU only on a host where it is already cheap (even a bundle at the 200 MiB "
           "cap costs a fraction of a percent of one core over the hour, table above). "
           + (f"In this run {level} is the lowest level whose output is no bigger than `gzip -6`'s; "
-             "its CPU is what keeps a whole bundle near or under 0.75x the CPU of `gzip -6` (section 9)."
+             "its CPU is what keeps a whole bundle near or under 0.75x the CPU of `gzip -6` (section 10)."
              if min((lv for lv in by_level if by_level[lv]["out"] <= gzip6), default=None) == level else
              f"In this run {level} is not the lowest level whose output is no bigger than `gzip -6`'s: "
              "the choice should be looked at again."))
@@ -661,12 +703,6 @@ def md_herd(r, w):
     w("")
 
 
-if __name__ == "__main__":
-    results = json.load(open(sys.argv[1]))
-    quick = len(sys.argv) > 2 and sys.argv[2] == "--quick"
-    sys.stdout.write(markdown(results, quick, results.get("notes", [])))
-
-
 def _size(n):
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
@@ -762,7 +798,7 @@ def md_bundle(r, w):
     f = bundle_figures(r)
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     mb = d["journal_bytes"] / 1e6
-    w("## 9. Bundle CPU vs gzip -6, and its parts")
+    w("## 10. Bundle CPU vs gzip -6, and its parts")
     w("")
     w(f"The release `collect` on the fixture root, this boot's journal a generated one of {b(d['journal_bytes'])} "
       "(bench/tools journal-gen, seed 1), a contract dir with a pull secret shaped like a real one "
@@ -800,3 +836,9 @@ def md_bundle(r, w):
     w(f"| diagnosis engine | {d['engine_s']:.3f} s = {100 * f['engine_share']:.1f} % of the bundle | ≤ 10 % "
       f"| {verdict(f['engine_share'] <= 0.10)} |")
     w("")
+
+
+if __name__ == "__main__":
+    results = json.load(open(sys.argv[1]))
+    quick = len(sys.argv) > 2 and sys.argv[2] == "--quick"
+    sys.stdout.write(markdown(results, quick, results.get("notes", [])))
