@@ -247,7 +247,7 @@ pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manife
     let _ = writeln!(
         log,
         "wrote {}: {compressed} bytes compressed, {members} members, {} content bytes, \
-         {} redactions, {} truncated, spill {} bytes, peak RSS {} KiB, {:.1}s",
+         {} redactions, {} truncated, peak RSS {} KiB, {:.1}s",
         if to_stdout {
             "stdout".into()
         } else {
@@ -256,7 +256,6 @@ pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manife
         manifest.total_bytes,
         manifest.redactions,
         manifest.truncated.len(),
-        manifest.spill_bytes,
         peak_rss_kib().map_or_else(|| "?".into(), |k| k.to_string()),
         started.elapsed().as_secs_f64(),
     );
