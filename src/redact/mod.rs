@@ -19,9 +19,9 @@
 //!
 //! Three finders point at where to look closer, so that a line with no
 //! secret costs two cheap passes: one vectorised search finds the words
-//! secret keys are made of and the anchors of the shapes ([`anchors`]); the
+//! secret keys are made of and the anchors of the shapes (`anchors.rs`); the
 //! literal forms are found by sampling a window every few bytes against a set
-//! of their windows ([`windows`]), each hit extended against its form; forms
+//! of their windows (`windows.rs`), each hit extended against its form; forms
 //! too short to be sure of by sampling (a short password) are matched whole
 //! by an Aho-Corasick automaton, built only when there are any.
 //!
