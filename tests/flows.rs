@@ -16,7 +16,7 @@ use common::*;
 use serde_json::{json, Value};
 
 const SECOND_BOOT_ID: &str = "9b2e4f61-0c3d-4a7b-8e15-2f6d0a9c4b77";
-/// src/agent.rs `MAX_PROGRESS_PUTS_PER_BOOT`.
+/// src/agent/progress.rs `MAX_PROGRESS_PUTS_PER_BOOT`.
 const MAX_PROGRESS_PUTS_PER_BOOT: usize = 4;
 
 fn opts(timeout: &'static str, kubelet: Option<String>) -> AgentOpts {

@@ -1153,7 +1153,7 @@ async fn stage_timers_run_scaled_and_every_accepted_put_restarts_them() {
 // ---------------------------------------------------------------------------
 // The real reporter against today's service: few PUTs, so the timers work
 
-/// `src/agent.rs` `MAX_PROGRESS_PUTS_PER_BOOT`, as docs/design.md documents
+/// `src/agent/progress.rs` `MAX_PROGRESS_PUTS_PER_BOOT`, as docs/design.md documents
 /// it (the reporter's quiet-PUT rule, issue 11 point 5).
 const DOCUMENTED_MAX_PROGRESS_PUTS_PER_BOOT: usize = 4;
 

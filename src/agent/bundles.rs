@@ -1,0 +1,152 @@
+//! The bundle cycle: one look at the service, then one bundle collected
+//! and uploaded, the first of a run after this host's share of the spread;
+//! and what stops bundles on this boot (logs type or token refused, no
+//! cluster known).
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::progress::{log_api_error, Next};
+use super::reporter::Reporter;
+use super::spread::{first_bundle_delay, SpreadOf};
+use crate::api::UploadTarget;
+use crate::bundle::BundleMeta;
+use crate::upload::Uploader;
+
+/// Host lookups that may fail in a row before bundles are shipped anyway: the
+/// first bundle should follow the stage report, but never at the price of
+/// shipping nothing when only the host list is broken.
+const LOOKUPS_BEFORE_SHIPPING_BLIND: u32 = 3;
+
+impl Reporter {
+    /// One look at the service and one bundle. `None` when the job is over
+    /// (the run ends); otherwise whether a bundle was delivered.
+    pub(super) async fn cycle(&mut self) -> Option<bool> {
+        let ship_now = match self.refresh().await {
+            Next::Finish => {
+                self.finish("the service says the host is past the point where boot logs help")
+                    .await;
+                return None;
+            }
+            Next::Continue => {
+                self.failed_lookups = 0;
+                self.token_refused = false;
+                true
+            }
+            Next::Unreached { refused } => {
+                self.failed_lookups += 1;
+                self.token_refused = refused;
+                self.reached_service || self.failed_lookups >= LOOKUPS_BEFORE_SHIPPING_BLIND
+            }
+        };
+        if ship_now {
+            self.report_finding().await;
+        }
+        let reason = if self.uploads == 0 {
+            "first"
+        } else {
+            "interval"
+        };
+        if ship_now && !self.first_bundle_spread && self.may_ship() {
+            // After the stage report and its finding, before collecting:
+            // only the upload waits. The cycle's deadline cuts the wait.
+            self.first_bundle_spread = true;
+            let delay = first_bundle_delay(
+                self.config.upload_spread,
+                self.config.upload_interval,
+                self.herd.fraction(SpreadOf::FirstBundle),
+            );
+            self.wait_spread("first", delay).await;
+        }
+        Some(ship_now && self.ship(reason, self.deadline).await)
+    }
+
+    /// Whether `ship` would try at all: no delay is spent on a bundle that
+    /// cannot go.
+    pub(super) fn may_ship(&self) -> bool {
+        !self.logs_refused && !self.token_refused && self.cluster_id.is_some()
+    }
+
+    /// Sleeps a drawn spread delay (nothing at zero). SIGTERM drops it with
+    /// the rest of the run: the shutdown path stays what it is.
+    pub(super) async fn wait_spread(&self, which: &str, delay: Duration) {
+        if delay.is_zero() {
+            return;
+        }
+        tracing::info!(
+            "waiting {} ms before the {which} bundle (this host's share of the {} upload spread, \
+             so hosts started together do not upload together)",
+            delay.as_millis(),
+            humantime::format_duration(self.config.upload_spread),
+        );
+        tokio::time::sleep(delay).await;
+    }
+
+    /// Collects and uploads one bundle; true when the service took it.
+    pub(super) async fn ship(&mut self, reason: &str, deadline: Instant) -> bool {
+        if self.logs_refused || self.token_refused {
+            return false;
+        }
+        let Some(cluster_id) = self.cluster_id else {
+            tracing::warn!(
+                "no cluster ID known yet (not configured, service not reached): bundle not sent"
+            );
+            return false;
+        };
+        let (collect, limits) = self.uploader_template.clone();
+        let uploader = Uploader {
+            client: self.client.clone(),
+            target: UploadTarget {
+                cluster_id,
+                host_id: self.config.host_id,
+                infra_env_id: self.infra_env_id,
+                logs_type: self.config.logs_type.clone(),
+            },
+            collect,
+            limits,
+        };
+        let meta = BundleMeta {
+            agent_version: env!("CARGO_PKG_VERSION").to_owned(),
+            host_id: self.config.host_id.to_string(),
+            infra_env_id: self
+                .infra_env_id
+                .map(|id| id.to_string())
+                .unwrap_or_default(),
+            cluster_id: Some(cluster_id.to_string()),
+            boot_id: self.boot_id.clone(),
+            boot_number: self.boot_number,
+            service_stage: self.service_stage.clone(),
+            reason: reason.to_owned(),
+        };
+        match uploader.upload(&meta, Some(deadline)).await {
+            Ok(done) => {
+                self.uploads += 1;
+                self.diagnosis_headline = done.manifest.diagnosis_headline().map(str::to_owned);
+                self.reached_service = true;
+                tracing::info!(
+                    "uploaded the {reason} {} bundle: {} bytes compressed in {}",
+                    self.config.logs_type,
+                    done.compressed_bytes,
+                    humantime::format_duration(Duration::from_millis(
+                        u64::try_from(done.elapsed.as_millis()).unwrap_or(u64::MAX)
+                    )),
+                );
+                true
+            }
+            Err(err) => {
+                log_api_error(&err);
+                if err.status() == Some(reqwest::StatusCode::BAD_REQUEST)
+                    && err.reason().is_some_and(|r| r.contains("logs_type"))
+                {
+                    tracing::warn!(
+                        "this assisted-service does not accept logs of type {:?}; no more bundles are sent on this boot",
+                        self.config.logs_type
+                    );
+                    self.logs_refused = true;
+                }
+                false
+            }
+        }
+    }
+}

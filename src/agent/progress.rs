@@ -1,0 +1,320 @@
+//! What the reporter reads from the service and tells it: the host and its
+//! stage looked up each cycle, the boot's stage set (or, on a service that
+//! refuses the new stages, attached as progress info to the installer's),
+//! the worst bootstrap finding as progress info, and the per-boot cap on
+//! progress updates, counted in the ledger.
+
+use std::time::Duration;
+
+use super::reporter::{InfoOwner, Reporter};
+use crate::api::{ApiError, Host, HostProgress, HostScope};
+use crate::records;
+use crate::stage::{self, Decision};
+
+/// Progress updates one boot may send, over every run of the reporter in
+/// it (counted in the ledger). Each accepted update restarts the service's
+/// stage timer; a boot needs at most: the local-ignition stage, the
+/// control-plane stage, and a finding on each.
+pub const MAX_PROGRESS_PUTS_PER_BOOT: u32 = 4;
+
+/// What the last look at the service said to do next.
+pub(super) enum Next {
+    Continue,
+    Finish,
+    /// The host could not be read; `refused` when the token was rejected,
+    /// so an upload with it would be refused too.
+    Unreached {
+        refused: bool,
+    },
+}
+
+impl Reporter {
+    /// Reads the host from the service and acts on its stage.
+    pub(super) async fn refresh(&mut self) -> Next {
+        let scope = match (self.infra_env_id, self.cluster_id) {
+            (Some(ie), _) => HostScope::InfraEnv(ie),
+            (None, Some(c)) => HostScope::Cluster(c),
+            (None, None) => return Next::Unreached { refused: false },
+        };
+        let host = match self
+            .client
+            .find_host_in(scope, self.config.host_id, Some(self.deadline))
+            .await
+        {
+            Ok(host) => host,
+            Err(err) => {
+                log_api_error(&err);
+                let refused = matches!(
+                    err.status(),
+                    Some(reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN)
+                );
+                return Next::Unreached { refused };
+            }
+        };
+        self.reached_service = true;
+        if let Some(cluster_id) = host.cluster_id {
+            if self.cluster_id.is_some_and(|c| c != cluster_id) {
+                tracing::warn!("the service places the host in cluster {cluster_id}, not the configured one; using the service's");
+            }
+            self.cluster_id = Some(cluster_id);
+        }
+        if self.infra_env_id.is_none() {
+            if let Some(ie) = host.infra_env_id {
+                tracing::info!("the cluster's host list places the host in infra-env {ie}");
+                self.infra_env_id = Some(ie);
+            }
+        }
+        let stage_changed = self.service_stage.as_deref() != host.current_stage();
+        self.service_stage = host.current_stage().map(str::to_owned);
+        self.last_host = Some(host.clone());
+        let target = self.target();
+        match stage::decide_target(target, &host) {
+            Decision::NothingLeft { why } => {
+                tracing::info!("{why}");
+                Next::Finish
+            }
+            Decision::Hold { why } => {
+                if stage_changed {
+                    tracing::info!("{why}");
+                }
+                if host.current_stage() == Some(target) && self.settled_target != Some(target) {
+                    // Set by an earlier run of this boot cut short before it
+                    // could note it: note it now.
+                    self.settle(target);
+                }
+                Next::Continue
+            }
+            Decision::Report { target } => {
+                if self.settled_target != Some(target) {
+                    self.report_stage(&host, target).await;
+                }
+                Next::Continue
+            }
+        }
+    }
+
+    pub(super) async fn report_stage(&mut self, host: &Host, target: &'static str) {
+        if self.ledger.new_stages_refused {
+            // This service answered 400 to the new stages before: straight
+            // to the fallback, one update instead of two.
+            self.report_as_progress_info(host, target, None).await;
+            return;
+        }
+        let current = host.current_stage().unwrap_or("none").to_owned();
+        let finding = self.bootstrap_finding().await;
+        let request = HostProgress {
+            current_stage: target,
+            progress_info: finding.as_deref(),
+        };
+        let Some(result) = self.put_progress(&request).await else {
+            return;
+        };
+        match result {
+            Ok(()) => {
+                tracing::info!("stage set: {current:?} -> {target:?}");
+                self.service_stage = Some(target.to_owned());
+                self.info_owner = Some(InfoOwner {
+                    stage: target.to_owned(),
+                    prefix: None,
+                    sent: finding.unwrap_or_default(),
+                });
+                self.settle(target);
+            }
+            Err(err) if err.status() == Some(reqwest::StatusCode::BAD_REQUEST) => {
+                self.ledger.new_stages_refused = true;
+                self.report_as_progress_info(host, target, Some(&err)).await;
+            }
+            Err(err) if err.status() == Some(reqwest::StatusCode::CONFLICT) => {
+                // Someone (the installer) moved the host meanwhile, or its
+                // status does not take stages: both mean "leave it".
+                tracing::info!("{err}; leaving the stage alone");
+                self.settle(target);
+            }
+            Err(err) => log_api_error(&err),
+        }
+    }
+
+    /// Today's upstream answers 400 to the new stages; the same stage with a
+    /// new `progress_info` is always accepted, so the boot still shows.
+    async fn report_as_progress_info(
+        &mut self,
+        host: &Host,
+        target: &'static str,
+        rejection: Option<&ApiError>,
+    ) {
+        let rejection = rejection.map_or_else(
+            || "refused earlier with 400".to_owned(),
+            |r| r.reason().unwrap_or("400").to_owned(),
+        );
+        let Some(current) = host.current_stage() else {
+            tracing::warn!(
+                "the service does not know stage {target:?} ({rejection}); the host has no stage to attach the boot to as progress info"
+            );
+            self.settle(target);
+            return;
+        };
+        let prefix = stage::fallback_progress_info(target, self.boot_number);
+        let info = match self.bootstrap_finding().await {
+            Some(finding) => format!("{prefix}; {finding}"),
+            None => prefix.clone(),
+        };
+        if host.progress_info() == Some(info.as_str()) {
+            // Already says so (an earlier run of this boot): no update.
+            self.settle(target);
+            return;
+        }
+        let request = HostProgress {
+            current_stage: current,
+            progress_info: Some(&info),
+        };
+        let Some(result) = self.put_progress(&request).await else {
+            return;
+        };
+        match result {
+            Ok(()) => {
+                tracing::warn!(
+                    "the service does not know stage {target:?} ({rejection}); reported it as progress info on stage {current:?} instead",
+                );
+                self.info_owner = Some(InfoOwner {
+                    stage: current.to_owned(),
+                    prefix: Some(prefix),
+                    sent: info,
+                });
+            }
+            Err(err) => log_api_error(&err),
+        }
+        self.settle(target);
+    }
+
+    /// Shows the bundle's worst bootstrap finding (e.g. which service and
+    /// stage failed) as `progress_info` on the stage the reporter owns: the
+    /// same stage with new info is always accepted, and it puts the cause in
+    /// the UI before anyone opens a bundle.
+    pub(super) async fn report_finding(&mut self) {
+        let Some(owner) = &self.info_owner else {
+            return;
+        };
+        let digest = self.bootstrap_finding().await;
+        let digest = digest.as_deref();
+        if self.service_stage.as_deref() != Some(owner.stage.as_str()) {
+            // The installer moved the host on; that stage's info is not ours.
+            return;
+        }
+        let info = match (&owner.prefix, digest) {
+            (Some(prefix), Some(digest)) => format!("{prefix}; {digest}"),
+            (Some(prefix), None) => prefix.clone(),
+            (None, Some(digest)) => digest.to_owned(),
+            (None, None) => String::new(),
+        };
+        if info == owner.sent {
+            return;
+        }
+        let stage = owner.stage.clone();
+        let request = HostProgress {
+            current_stage: &stage,
+            progress_info: Some(&info),
+        };
+        let Some(result) = self.put_progress(&request).await else {
+            return;
+        };
+        match result {
+            Ok(()) => {
+                tracing::info!("progress info on {stage:?}: {info:?}");
+                if let Some(owner) = &mut self.info_owner {
+                    owner.sent = info;
+                }
+            }
+            Err(err) => log_api_error(&err),
+        }
+    }
+
+    /// The worst finding in the bootstrap services' records, read from the
+    /// host each time (a few KiB of JSON) so it reaches the UI even when the
+    /// service refuses bundles. File reads and parsing happen on a blocking
+    /// thread, bounded by the records collector's time limit: a stuck or
+    /// huge file delays the progress update by at most that, never the
+    /// runtime.
+    async fn bootstrap_finding(&self) -> Option<String> {
+        let limit = crate::collect::RECORDS_TIME_LIMIT;
+        let root = self.config.root.clone();
+        let summarize = tokio::task::spawn_blocking(move || records::summarize_host(&root, limit));
+        // The summary stops reading at `limit` itself; the margin covers
+        // the parse of what it read.
+        match tokio::time::timeout(limit + Duration::from_secs(5), summarize).await {
+            Ok(Ok(summary)) => crate::diagnose::progress_info(
+                self.diagnosis_headline.as_deref(),
+                summary.digest.map(|digest| {
+                    self.uploader_template
+                        .0
+                        .redactor
+                        .redact_str(&digest)
+                        .into_owned()
+                }),
+            ),
+            Ok(Err(err)) => {
+                tracing::warn!("summarizing the bootstrap records failed: {err}");
+                None
+            }
+            Err(_) => {
+                tracing::warn!("summarizing the bootstrap records took too long; left out");
+                None
+            }
+        }
+    }
+
+    /// `PUT .../progress` for this host, retried within the deadline; `None`
+    /// when not sent: this boot's update cap is reached, or the infra-env is
+    /// still unknown. Counted in the ledger before it goes out, so a restart
+    /// cannot reset the count.
+    async fn put_progress(&mut self, request: &HostProgress<'_>) -> Option<Result<(), ApiError>> {
+        let infra_env_id = self.infra_env_id?;
+        if self.ledger.progress_puts(&self.boot_id) >= MAX_PROGRESS_PUTS_PER_BOOT {
+            if !self.put_cap_logged {
+                tracing::info!(
+                    "{MAX_PROGRESS_PUTS_PER_BOOT} progress updates sent on this boot (the cap): \
+                     no more, each would restart the service's stage timer; bundles go on"
+                );
+                self.put_cap_logged = true;
+            }
+            return None;
+        }
+        self.ledger.count_progress_put(&self.boot_id);
+        if let Err(err) = self.ledger.save(&self.config.state_dir) {
+            tracing::warn!("{err:#}");
+        }
+        Some(
+            self.client
+                .update_progress(
+                    infra_env_id,
+                    self.config.host_id,
+                    request,
+                    Some(self.deadline),
+                )
+                .await,
+        )
+    }
+
+    fn settle(&mut self, target: &'static str) {
+        self.settled_target = Some(target);
+        self.ledger.record_stage(&self.boot_id, target);
+        if let Err(err) = self.ledger.save(&self.config.state_dir) {
+            tracing::warn!("{err:#}");
+        }
+    }
+}
+
+pub(super) fn log_api_error(err: &ApiError) {
+    match err {
+        ApiError::Status { status, .. }
+            if *status == reqwest::StatusCode::UNAUTHORIZED
+                || *status == reqwest::StatusCode::FORBIDDEN =>
+        {
+            tracing::error!(
+                "{err}: the agent token was refused; check the pull secret in the discovery contract"
+            );
+        }
+        // Configuration, not weather: say it loudly.
+        ApiError::Tls { .. } | ApiError::Redirect { .. } => tracing::error!("{err}"),
+        _ => tracing::warn!("{err}"),
+    }
+}

@@ -1,0 +1,381 @@
+//! Finding the agent's own secrets in content: the engine over their forms
+//! (forms long enough sampled through [`super::windows`], shorter ones
+//! matched whole by an Aho-Corasick automaton), each sampled hit extended
+//! to the longest run of its form, kept when it is the whole form or a
+//! fragment of at least [`MIN_FRAGMENT`] bytes, together with the pieces
+//! of it wrapped onto the lines around.
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+
+use super::forms::Form;
+use super::span::Span;
+use super::windows::{self, WindowSet};
+
+// Sampling finds every run of `windows::SURE` bytes: the fragment rule
+// must not ask for shorter ones.
+const _: () = assert!(windows::SURE <= MIN_FRAGMENT);
+
+/// Any run of this many bytes of a known secret (in any of its forms) is
+/// redacted wherever it appears: 20 base64 characters are 120 bits, which
+/// no log line matches by chance, and a token cut to 20 characters or more
+/// still reaches the service.
+pub const MIN_FRAGMENT: usize = 20;
+/// A piece of a secret on the other side of a line wrap is redacted when it
+/// is this long, or all that is left of the secret.
+const MIN_WRAPPED_PIECE: usize = 4;
+
+/// Largest DFA kept for the short forms (see [`Engine::build`]).
+const MAX_DFA_BYTES: usize = 8 << 20;
+
+/// The finders of the literal forms, built once per [`super::Redactor`]
+/// and shared by its clones and streams.
+#[derive(Debug)]
+pub(super) struct Engine {
+    /// Forms of [`windows::SURE`] bytes or more, by sampling.
+    pub(super) windows: WindowSet,
+    /// Shorter forms, matched whole (exact case), when there are any.
+    pub(super) short: Option<AhoCorasick>,
+    pub(super) forms: Vec<Form>,
+    pub(super) longest_form: usize,
+}
+
+impl Engine {
+    pub(super) fn build(forms: Vec<Form>) -> Engine {
+        let sampled = forms
+            .iter()
+            .enumerate()
+            .filter(|(_, form)| form.bytes.len() >= windows::SURE)
+            .map(|(i, form)| (form_id(i), form.bytes.as_slice(), form.fragments));
+        let windows = WindowSet::new(sampled);
+        // The rest are few and short (a password of under 19 bytes and its
+        // encodings). A DFA: it is walked over every byte shipped; past
+        // MAX_DFA_BYTES the contiguous NFA keeps the memory flat.
+        // Forms are distinct (derive_forms dedups them).
+        let patterns: Vec<&[u8]> = forms
+            .iter()
+            .filter(|f| f.bytes.len() < windows::SURE)
+            .map(|f| f.bytes.as_slice())
+            .collect();
+        let short = (!patterns.is_empty()).then(|| {
+            let build = |kind| {
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::Standard)
+                    .kind(Some(kind))
+                    .build(&patterns)
+            };
+            build(AhoCorasickKind::DFA)
+                .ok()
+                .filter(|dfa| dfa.memory_usage() <= MAX_DFA_BYTES)
+                .unwrap_or_else(|| {
+                    build(AhoCorasickKind::ContiguousNFA).expect("patterns are short")
+                })
+        });
+        let longest_form = forms.iter().map(|f| f.bytes.len()).max().unwrap_or(0);
+        Engine {
+            windows,
+            short,
+            forms,
+            longest_form,
+        }
+    }
+}
+
+fn form_id(index: usize) -> u32 {
+    u32::try_from(index).expect("fewer than 4G forms")
+}
+
+/// The sampled windows of the forms in `buf`, extended to the longest run
+/// of their form around them: a fragment when it is long enough (or the
+/// whole form), with the pieces of it wrapped onto the lines around.
+pub(super) fn literal_forms(engine: &Engine, buf: &[u8], found: &mut Vec<Span>) {
+    // Runs already extended, as (form, where the form would start, end of
+    // the run): every later sample inside one gives the same run again.
+    let mut recent: [(u32, usize, usize); 8] = [(u32::MAX, 0, 0); 8];
+    let mut next_slot = 0;
+    engine.windows.for_each_hit(buf, |hit| {
+        let origin = hit.pos.wrapping_sub(hit.at);
+        let seen = recent.iter().any(|&(form, at, end)| {
+            form == hit.form && at == origin && hit.pos + windows::WINDOW <= end
+        });
+        if seen {
+            return;
+        }
+        let form = &engine.forms[hit.form as usize];
+        let run = extend(buf, hit.pos, &form.bytes, hit.at);
+        recent[next_slot] = (hit.form, origin, run.end);
+        next_slot = (next_slot + 1) % recent.len();
+        let len = run.form_end - run.form_start;
+        let whole = len == form.bytes.len();
+        if whole || (form.fragments && len >= MIN_FRAGMENT) {
+            let span = Span::new(run.start, run.end);
+            if form.fragments {
+                wrapped_pieces(buf, &span, &form.bytes, run.form_start, run.form_end, found);
+            }
+            found.push(span);
+        }
+    });
+}
+
+/// A run of a form in the content: `start..end` of the buffer equals
+/// `form_start..form_end` of the form.
+struct Run {
+    start: usize,
+    end: usize,
+    form_start: usize,
+    form_end: usize,
+}
+
+/// The longest run of `form` through `buf[pos..pos + WINDOW]`, which equals
+/// `form[at..at + WINDOW]`.
+fn extend(buf: &[u8], pos: usize, form: &[u8], at: usize) -> Run {
+    let end = pos + windows::WINDOW;
+    let before = buf[..pos]
+        .iter()
+        .rev()
+        .zip(form[..at].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let after = buf[end..]
+        .iter()
+        .zip(&form[at + windows::WINDOW..])
+        .take_while(|(a, b)| a == b)
+        .count();
+    Run {
+        start: pos - before,
+        end: end + after,
+        form_start: at - before,
+        form_end: at + windows::WINDOW + after,
+    }
+}
+
+/// The rest of a secret on the lines around a fragment that ends (starts)
+/// at a line break: a token wrapped by a terminal, `base64`, or a logger.
+fn wrapped_pieces(
+    buf: &[u8],
+    span: &Span,
+    form: &[u8],
+    form_start: usize,
+    form_end: usize,
+    out: &mut Vec<Span>,
+) {
+    // Forward, across as many wraps as it takes.
+    let (mut at, mut form_at) = (span.end, form_end);
+    while form_at < form.len() {
+        let Some(next) = after_line_break(buf, at) else {
+            break;
+        };
+        let len = buf[next..]
+            .iter()
+            .zip(&form[form_at..])
+            .take_while(|(a, b)| a == b)
+            .count();
+        if len < MIN_WRAPPED_PIECE && form_at + len < form.len() || len == 0 {
+            break;
+        }
+        out.push(Span::new(next, next + len));
+        at = next + len;
+        form_at += len;
+    }
+    // Backward: the start of the secret at the end of the line above.
+    let (mut at, mut form_at) = (span.start, form_start);
+    while form_at > 0 {
+        let Some(prev_end) = before_line_break(buf, at) else {
+            break;
+        };
+        let len = buf[..prev_end]
+            .iter()
+            .rev()
+            .zip(form[..form_at].iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        if len < MIN_WRAPPED_PIECE && len < form_at || len == 0 {
+            break;
+        }
+        out.push(Span::new(prev_end - len, prev_end));
+        at = prev_end - len;
+        form_at -= len;
+    }
+}
+
+/// Where the next line's text starts (after its indentation), when `at` is
+/// the end of a line.
+fn after_line_break(buf: &[u8], at: usize) -> Option<usize> {
+    let rest = &buf[at..];
+    let skip = if rest.starts_with(b"\r\n") {
+        2
+    } else if rest.starts_with(b"\n") {
+        1
+    } else {
+        return None;
+    };
+    let mut next = at + skip;
+    while next < buf.len() && matches!(buf[next], b' ' | b'\t') {
+        next += 1;
+    }
+    Some(next)
+}
+
+/// Where the previous line's text ends, when `at` is the start of a line's
+/// text (after its indentation).
+fn before_line_break(buf: &[u8], at: usize) -> Option<usize> {
+    let mut start = at;
+    while start > 0 && matches!(buf[start - 1], b' ' | b'\t') {
+        start -= 1;
+    }
+    if start == 0 || buf[start - 1] != b'\n' {
+        return None;
+    }
+    let mut end = start - 1;
+    if end > 0 && buf[end - 1] == b'\r' {
+        end -= 1;
+    }
+    Some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::redact::testing::{assert_no_run, b64, chunked, distinct_secret, redact, TOKEN};
+    use crate::redact::windows;
+    use crate::redact::{Redactor, MIN_FRAGMENT};
+
+    #[test]
+    fn base64_wrapped_at_76_columns_is_redacted_line_by_line() {
+        let pull = format!(r#"{{"auths":{{"cloud.openshift.com":{{"auth":"{TOKEN}"}}}}}}"#);
+        let r = Redactor::new([pull.as_str()]);
+        let whole = b64(pull.as_bytes());
+        let wrapped: Vec<&str> = whole
+            .as_bytes()
+            .chunks(76)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        let text = format!("data:\n{}\nend\n", wrapped.join("\n"));
+        for size in [1, 7, 64, 4096] {
+            let (out, _) = chunked(&r, text.as_bytes(), size);
+            let out = String::from_utf8(out).unwrap();
+            for piece in &wrapped {
+                assert!(!out.contains(piece), "{piece} in {out}");
+            }
+            assert!(
+                out.starts_with("data:\n") && out.ends_with("\nend\n"),
+                "{out}"
+            );
+        }
+    }
+
+    #[test]
+    fn token_split_by_a_line_wrap() {
+        let r = Redactor::new([TOKEN]);
+        for cut in [3, 10, 25, 40, TOKEN.len() - 3] {
+            let text = format!(
+                "X-Secret-Kay {}\n    {} end\nnext line\n",
+                &TOKEN[..cut],
+                &TOKEN[cut..]
+            );
+            for size in [1, 5, text.len()] {
+                let (out, _) = chunked(&r, text.as_bytes(), size);
+                let out = String::from_utf8(out).unwrap();
+                assert!(!out.contains(&TOKEN[..cut]), "cut {cut}: {out}");
+                assert!(!out.contains(&TOKEN[cut..]), "cut {cut}: {out}");
+                assert!(out.ends_with(" end\nnext line\n"), "{out}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_fragment_is_found_at_every_offset_modulo_the_step() {
+        let secret = distinct_secret(64, 7);
+        let r = Redactor::new([secret.as_str()]);
+        let step = windows::STEP;
+        for lead in 0..=2 * step {
+            for from in 0..=secret.len() - MIN_FRAGMENT {
+                let fragment = &secret[from..from + MIN_FRAGMENT];
+                let text = format!("{} {fragment} tail\n", "x".repeat(lead));
+                let (out, n) = redact(&r, &text);
+                assert_eq!(
+                    out,
+                    format!("{} [REDACTED] tail\n", "x".repeat(lead)),
+                    "lead {lead}, from {from}"
+                );
+                assert_eq!(n, 1);
+                // One byte short of a fragment: left alone wherever it falls.
+                let short = &secret[from..from + MIN_FRAGMENT - 1];
+                let text = format!("{} {short} tail\n", "x".repeat(lead));
+                assert_eq!(
+                    redact(&r, &text),
+                    (text.clone(), 0),
+                    "lead {lead}, from {from}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fragments_at_line_and_chunk_boundaries() {
+        let secret = distinct_secret(100, 11);
+        let r = Redactor::new([secret.as_str()]);
+        // Fragments starting a line, ending a line (also before CRLF), a
+        // whole line, and the whole secret wrapped over three lines.
+        let mut text = String::new();
+        for (i, cut) in [0usize, 5, 13, 37, 70].iter().enumerate() {
+            let piece = &secret[*cut..*cut + MIN_FRAGMENT + i];
+            let lines = format!("{piece} after\nbefore {piece}\nbefore {piece}\r\n{piece}\n");
+            text.push_str(&lines);
+        }
+        let wrapped = format!(
+            "{}\n{}\n{}\nend\n",
+            &secret[..30],
+            &secret[30..60],
+            &secret[60..]
+        );
+        text.push_str(&wrapped);
+        let (whole, count) = chunked(&r, text.as_bytes(), text.len());
+        assert_no_run(&whole, secret.as_bytes(), "whole");
+        assert_eq!(count, 5 * 4 + 3);
+        assert!(whole.ends_with(b"\nend\n"));
+        for size in [1, 2, 3, 5, 7, 11, 12, 13, 19, 64, 100] {
+            let (out, n) = chunked(&r, text.as_bytes(), size);
+            assert_eq!(out, whole, "chunk size {size}");
+            assert_eq!(n, count);
+        }
+    }
+
+    #[test]
+    fn a_long_pull_secret_stays_small_and_fast_to_build() {
+        // Four registries, two of them with a ~1.1 KB password: thousands of
+        // windows, which an automaton could only hold as an NFA.
+        let auths: Vec<String> = (0..4u64)
+            .map(|i| {
+                b64(format!(
+                    "pool-{i}:{}",
+                    distinct_secret(if i < 2 { 32 } else { 1100 }, i)
+                )
+                .as_bytes())
+            })
+            .collect();
+        let pull = format!(
+            r#"{{"auths":{{{}}}}}"#,
+            auths
+                .iter()
+                .enumerate()
+                .map(|(i, a)| format!(r#""r{i}.io":{{"auth":"{a}"}}"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let r = Redactor::new([pull.as_str()]);
+        assert!(r.engine.windows.len() > 10_000, "{}", r.describe());
+        assert!(
+            r.engine.windows.memory_usage() < 4 << 20,
+            "{}",
+            r.describe()
+        );
+        assert!(r.engine.short.is_none(), "{}", r.describe());
+        for auth in &auths {
+            let text = format!("pulling with {}\n", &auth[auth.len() / 3..]);
+            assert_no_run(
+                chunked(&r, text.as_bytes(), 7).0.as_slice(),
+                auth.as_bytes(),
+                "auth",
+            );
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! Secrets recognised by their shape where no secret key names them:
+//! credentials in URLs (`http://user:pass@proxy`), bearer tokens, `-p PW`
+//! on a command line, and PEM private key blocks (their body, across
+//! lines). Each finder starts at an anchor found by [`super::anchors`].
+
+use memchr::memmem;
+
+use super::forms::MIN_SECRET_LEN;
+use super::keys::{value_span, End};
+use super::span::{line_end, Span, MARKER};
+
+/// Bearer tokens shorter than this and made of letters only are ordinary
+/// words ("bearer authentication").
+const MIN_BEARER_WORD: usize = 16;
+
+/// `scheme://user:password@host` at `at` (the `://`): the password (or a
+/// lone token used as user name) is replaced, the user name kept.
+pub(super) fn url_credentials(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
+    let start = at + 3;
+    let mut i = start;
+    let mut colon = None;
+    while i < buf.len() {
+        let b = buf[i];
+        if b == b'@' {
+            break;
+        }
+        if b.is_ascii_whitespace()
+            || matches!(b, b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>' | b'\\')
+        {
+            return;
+        }
+        if b == b':' && colon.is_none() {
+            colon = Some(i);
+        }
+        i += 1;
+    }
+    if i >= buf.len() {
+        if open_end {
+            out.push(Span {
+                open: true,
+                ..Span::new(start, buf.len())
+            });
+        }
+        return;
+    }
+    // A bare user name (`git@`) is no secret; a long one is a token.
+    if colon.is_none() && i - start < MIN_SECRET_LEN {
+        return;
+    }
+    let secret_start = colon.map_or(start, |c| c + 1);
+    if i > secret_start && &buf[secret_start..i] != MARKER {
+        out.push(Span::new(secret_start, i));
+    }
+}
+
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'=')
+}
+
+/// `Bearer <token>` at `at` (also outside an `Authorization:` header).
+pub(super) fn bearer_token(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
+    let mut start = at + b"bearer".len();
+    if start >= buf.len() || buf[start] != b' ' {
+        return;
+    }
+    while start < buf.len() && buf[start] == b' ' {
+        start += 1;
+    }
+    let len = buf[start..]
+        .iter()
+        .position(|&b| !is_token_byte(b))
+        .unwrap_or(buf.len() - start);
+    let token = &buf[start..start + len];
+    let wordlike = token.iter().all(u8::is_ascii_alphabetic) && len < MIN_BEARER_WORD;
+    if len < MIN_SECRET_LEN || wordlike || token == MARKER {
+        return;
+    }
+    out.push(Span {
+        open: open_end && start + len == buf.len(),
+        ..Span::new(start, start + len)
+    });
+}
+
+/// The body of a PEM private key block whose header starts at `at`: from
+/// after the header to the `-----END` line (a key pasted in a JSON string
+/// with `\n` escapes ends on the same line). Open when the end is not in
+/// `buf`: the block goes on in the next one.
+pub(super) fn pem_block(buf: &[u8], at: usize) -> Option<Span> {
+    let eol = line_end(buf, at);
+    let header_len = memmem::find(&buf[at + 10..eol], b"-----")? + 15;
+    let header = &buf[at..at + header_len];
+    memmem::find(header, b"PRIVATE KEY")?;
+    let body = at + header_len;
+    let end = pem_end(buf, body);
+    Some(Span {
+        open: end.is_none(),
+        ..Span::new(body, end.unwrap_or(buf.len()))
+    })
+}
+
+/// Where the `-----END` marker of a PEM block is, searching from `from`.
+pub(super) fn pem_end(buf: &[u8], from: usize) -> Option<usize> {
+    memmem::find(&buf[from..], b"-----END").map(|i| from + i)
+}
+
+/// `-p PW` in a command line (`podman login -u user -p PW`, `mysql -p PW`,
+/// `sshpass -p PW`). Not a path (`mkdir -p /var/lib/x`), a port or a port
+/// mapping (`ssh -p 22`, `podman run -p 8080:80`), a variable or a flag.
+pub(super) fn short_password_flag(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
+    if at > 0 && !matches!(buf[at - 1], b' ' | b'\t' | b'"' | b'\'') {
+        return;
+    }
+    if buf[at + 1] != b'p' {
+        return; // `-P `: another flag
+    }
+    let v = at + 3;
+    let Some(&first) = buf.get(v) else {
+        return;
+    };
+    if matches!(
+        first,
+        b'/' | b'.' | b'~' | b'$' | b'-' | b' ' | b'\n' | b'\r'
+    ) {
+        return;
+    }
+    let word = &buf[v..];
+    let len = word
+        .iter()
+        .position(u8::is_ascii_whitespace)
+        .unwrap_or(word.len());
+    if word[..len]
+        .iter()
+        .all(|b| b.is_ascii_digit() || matches!(b, b':' | b'.' | b'/' | b'-'))
+    {
+        return;
+    }
+    if let Some(span) = value_span(buf, v, End::Word, open_end) {
+        out.push(span);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::redact::testing::{chunked, redact};
+    use crate::redact::Redactor;
+
+    #[test]
+    fn text_mode_shapes() {
+        let r = Redactor::default();
+        let cases = [
+            (
+                "proxy: http://user:p4ss@proxy.example.com:3128/ ok",
+                "proxy: http://user:[REDACTED]@proxy.example.com:3128/ ok",
+            ),
+            (
+                "git https://ghp_abcdefgh@github.com/x",
+                "git https://[REDACTED]@github.com/x",
+            ),
+            (
+                "no creds https://quay.io:443/v2/ here",
+                "no creds https://quay.io:443/v2/ here",
+            ),
+            (
+                "Authorization: Bearer eyJhbGciOi.x.y trailing",
+                "Authorization: [REDACTED]",
+            ),
+            (
+                "curl -H 'authorization: Basic dXNlcjpwYXNz' https://x",
+                "curl -H 'authorization: [REDACTED]' https://x",
+            ),
+            (
+                "got bearer abcdef0123456789xyz from",
+                "got bearer [REDACTED] from",
+            ),
+            (
+                "uses bearer authentication here",
+                "uses bearer authentication here",
+            ),
+            (
+                r#"{"auths":{"quay.io":{"auth":"eHg6eXk=","email":"a@b"}},"x":1}"#,
+                r#"{"auths":"[REDACTED]","x":1}"#,
+            ),
+            (
+                r#"msg="pull {\"auths\":{\"q\":{\"auth\":\"c2VjcmV0\"}}}""#,
+                r#"msg="pull {\"auths\":{\"q\":{\"auth\":\"[REDACTED]\"}}}""#,
+            ),
+            (
+                "level=info password=hunter2 user=bob",
+                "level=info password=[REDACTED] user=bob",
+            ),
+            (
+                "HTTP_PROXY_PASSWORD=\"two words\" next",
+                "HTTP_PROXY_PASSWORD=\"[REDACTED]\" next",
+            ),
+            (
+                "time=10:00:01 host=a:b secret=\"openshift-config/pull-secret\"",
+                "time=10:00:01 host=a:b secret=\"openshift-config/pull-secret\"",
+            ),
+            ("X-Secret-Key: abcdefghij", "X-Secret-Key: [REDACTED]"),
+        ];
+        for (input, want) in cases {
+            let (out, _) = redact(&r, input);
+            assert_eq!(out, want, "input {input}");
+        }
+        // Pretty-printed JSON: each auth on its own line.
+        let (out, n) = redact(
+            &r,
+            "{\n \"auths\": {\n  \"quay.io\": {\n   \"auth\": \"eHg6eXk=\",\n   \"email\": \"a@b\"\n  }\n }\n}\n",
+        );
+        assert!(out.contains("\"auth\": \"[REDACTED]\",\n"), "{out}");
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn already_redacted_content_is_left_alone() {
+        let r = Redactor::default();
+        let (out, n) = redact(&r, "x password=[REDACTED] http://u:[REDACTED]@h");
+        assert_eq!(out, "x password=[REDACTED] http://u:[REDACTED]@h");
+        assert_eq!(n, 0);
+    }
+
+    #[test]
+    fn pem_private_keys_are_redacted_across_lines_and_chunks() {
+        let r = Redactor::default();
+        for kind in [
+            "RSA PRIVATE KEY",
+            "EC PRIVATE KEY",
+            "OPENSSH PRIVATE KEY",
+            "PRIVATE KEY",
+        ] {
+            let text = format!(
+                "before\n-----BEGIN {kind}-----\nMIIEpAIBAAKCAQEA1\nb3BlbnNzaC1rZXktdjE2\n-----END {kind}-----\nafter\n"
+            );
+            for size in [1, 3, 16, text.len()] {
+                let (out, n) = chunked(&r, text.as_bytes(), size);
+                let out = String::from_utf8(out).unwrap();
+                assert_eq!(
+                    out,
+                    format!(
+                        "before\n-----BEGIN {kind}-----[REDACTED]-----END {kind}-----\nafter\n"
+                    ),
+                    "chunk {size}"
+                );
+                assert_eq!(n, 1);
+            }
+        }
+        // Inside a JSON string (an ignition file's contents).
+        let (out, _) = redact(
+            &r,
+            r#"{"contents":"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB\n-----END EC PRIVATE KEY-----\n"}"#,
+        );
+        assert!(!out.contains("MHcCAQEEIB"), "{out}");
+        // Certificates and public keys are not secret.
+        let cert = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n";
+        assert_eq!(redact(&r, cert), (cert.to_owned(), 0));
+        // A block that never ends: everything after its header goes.
+        let (out, _) = redact(&r, "-----BEGIN PRIVATE KEY-----\nAAAA\nBBBB\n");
+        assert_eq!(out, "-----BEGIN PRIVATE KEY-----[REDACTED]");
+    }
+}

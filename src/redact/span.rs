@@ -1,0 +1,47 @@
+//! One replacement found in a scanned buffer ([`Span`]), what stands in
+//! its place in shipped content ([`MARKER`]), and the line positions the
+//! finders measure values by.
+
+use memchr::{memchr, memrchr};
+
+/// What replaces a secret in shipped content.
+pub const MARKER: &[u8] = b"[REDACTED]";
+
+/// One replacement: `start..end` of the scanned buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Span {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    /// Replaced by `"[REDACTED]"` (a JSON object replaced by a string).
+    pub(super) quoted: bool,
+    /// Ends where the buffer ends and may continue past it.
+    pub(super) open: bool,
+    /// Counted as a redaction and shown as [`MARKER`]; false for the rest
+    /// of a PEM block whose marker was emitted with its start.
+    pub(super) counted: bool,
+}
+
+impl Span {
+    pub(super) fn new(start: usize, end: usize) -> Span {
+        Span {
+            start,
+            end,
+            quoted: false,
+            open: false,
+            counted: true,
+        }
+    }
+}
+
+pub(super) fn line_start(buf: &[u8], at: usize) -> usize {
+    memrchr(b'\n', &buf[..at]).map_or(0, |i| i + 1)
+}
+
+pub(super) fn line_end(buf: &[u8], at: usize) -> usize {
+    let end = memchr(b'\n', &buf[at..]).map_or(buf.len(), |i| at + i);
+    if end > at && buf[end - 1] == b'\r' {
+        end - 1
+    } else {
+        end
+    }
+}
