@@ -26,7 +26,6 @@ pub mod crio;
 pub mod journal;
 pub mod mounts;
 pub mod network;
-pub mod records;
 pub mod system;
 pub mod systemd;
 
@@ -333,7 +332,7 @@ pub const RECORDS_TIME_LIMIT: Duration = Duration::from_secs(30);
 pub const COLLECTORS: &[Collector] = &[
     Collector {
         name: "records",
-        collect: records::collect,
+        collect: crate::records::collector::collect,
         max_bytes: 16 * MIB,
         time_limit: RECORDS_TIME_LIMIT,
     },

@@ -1,6 +1,7 @@
-//! Bootstrap service records: the `/var/log/openshift/<service>.json` files
-//! that bootkube, release-image, approve-csr and friends write about their
-//! own progress, copied raw, the timeline bootkube leaves as
+//! The records collector: puts the bootstrap service records into the
+//! bundle. The `/var/log/openshift/<service>.json` files that bootkube,
+//! release-image, approve-csr and friends write about their own progress,
+//! copied raw, the timeline bootkube leaves as
 //! `/opt/openshift/<stage>.done` markers, and `records/summary.json`: the
 //! parsed timeline of every service ([`crate::records::Summary`]), always
 //! present, whose digest becomes the collector's digest in the manifest.
@@ -13,8 +14,8 @@ use std::io;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
-use super::Members;
-use crate::records::{DoneMarker, Summary, PARSE_LIMIT, RECORDS_DIR};
+use super::summary::{DoneMarker, Summary, PARSE_LIMIT, RECORDS_DIR};
+use crate::collect::Members;
 
 const MARKERS_DIR: &str = "/opt/openshift";
 
@@ -128,9 +129,9 @@ fn has_extension(path: &Path, extension: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{context, MemorySink};
-    use super::super::{run_collector, Status};
     use super::*;
+    use crate::collect::testing::{context, MemorySink};
+    use crate::collect::{run_collector, Status};
 
     #[test]
     fn copies_json_records_sorted_and_summarises_them() {

@@ -1,0 +1,521 @@
+//! The engine: gathers one bundle's scanners and correlates them
+//! (`docs/diagnosis.md`): one finding per category and decisive value across
+//! every member, failed services (records, units) attached to the finding
+//! that explains them, severity from persistence and recovery, errors first
+//! then the earliest cause, bounded output.
+
+use std::collections::BTreeMap;
+
+use super::finding::{Consequence, Diagnosis, Evidence, Finding, FORMAT_VERSION};
+use super::line;
+use super::rules::classify;
+use super::scanner::{Kind, Placement, RawEvidence, Scanner, UnitMarks};
+use super::signal::{Category, Nature, Severity, Signal};
+use crate::records::{Outcome, Summary};
+
+/// This boot's whole journal, which repeats every unit member's lines.
+const WHOLE_JOURNAL: &str = "journal/this-boot.log";
+/// Evidence lines kept per finding in the output.
+pub const MAX_EVIDENCE_PER_FINDING: usize = 8;
+/// Findings in the output.
+pub const MAX_FINDINGS: usize = 32;
+
+/// One finding being built across members.
+#[derive(Debug, Clone)]
+struct Acc {
+    signal: Signal,
+    count: u64,
+    first_at: Option<i64>,
+    last_at: Option<i64>,
+    evidence: Vec<(Option<i64>, usize, Evidence)>,
+    /// A recovery came after the last problem.
+    recovered: bool,
+    /// Some problem came after every recovery (or there was none).
+    unrecovered_somewhere: bool,
+    consequences: Vec<(Consequence, Option<i64>)>,
+    units: Vec<String>,
+    /// Lines in `journal/this-boot.log`, which repeats the unit members:
+    /// occurrences are the larger of the two counts.
+    count_whole_journal: u64,
+}
+
+/// Gathers one bundle's scanners and correlates them.
+#[derive(Debug, Default)]
+pub struct Engine {
+    accs: Vec<Acc>,
+    /// Recoveries by category, with their latest time.
+    recoveries: Vec<(Category, String, Option<i64>)>,
+    units: BTreeMap<String, UnitMarks>,
+    /// Unit, time, the `Failed with result` line, recovered in its member.
+    unit_failures: Vec<(String, Option<i64>, Evidence, bool)>,
+    summary: Option<Summary>,
+    members: u64,
+    lines: u64,
+    seq: usize,
+    /// Time the scanners spent reading lines.
+    scan_time: std::time::Duration,
+}
+
+impl Engine {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A scanner for the member, when it is one the engine reads.
+    pub fn scanner(&self, path: &str) -> Option<Scanner> {
+        Scanner::for_member(path)
+    }
+
+    /// Takes in a finished scanner.
+    pub fn absorb(&mut self, mut scanner: Scanner, placement: Placement) {
+        let started = std::time::Instant::now();
+        scanner.finish();
+        self.scan_time += scanner.busy + started.elapsed();
+        self.members += 1;
+        self.lines += scanner.total_lines();
+        if scanner.kind == Kind::RecordsSummary {
+            if !scanner.document_overflow {
+                self.summary = serde_json::from_slice(&scanner.document).ok();
+            }
+            return;
+        }
+        let total = scanner.total_lines();
+        let place = |raw: &RawEvidence| -> Evidence {
+            let line = if !placement.archived || raw.offset < placement.dropped_bytes {
+                None
+            } else if placement.dropped_bytes == 0 {
+                Some(raw.line)
+            } else {
+                // Lines after this one are all in the kept part.
+                placement
+                    .member_lines
+                    .checked_sub(total.saturating_sub(raw.line))
+                    .filter(|&l| l > 0)
+            };
+            Evidence {
+                path: scanner.path.clone(),
+                line,
+                text: raw.text.clone(),
+                at: raw.at.map(format_time),
+                unit: raw.unit.clone(),
+            }
+        };
+        for (unit, marks) in &scanner.units {
+            let entry = self.units.entry(unit.clone()).or_default();
+            if let Some(ok) = marks.ok_at {
+                entry.ok_at = Some(entry.ok_at.map_or(ok, |o| o.max(ok)));
+            }
+            if let Some((at, raw)) = &marks.failed {
+                let recovered_here = marks.ok_line > marks.failed_line;
+                self.unit_failures.push((
+                    unit.clone(),
+                    (*at != i64::MAX).then_some(*at),
+                    place(raw),
+                    recovered_here,
+                ));
+            }
+        }
+        for (category, key, line, at) in &scanner.recoveries {
+            self.recoveries.push((*category, key.clone(), *at));
+            for hits in &scanner.hits {
+                if hits.signal.category == *category
+                    && (key == "*" || *key == hits.signal.key)
+                    && *line > hits.last_problem_line
+                {
+                    if let Some(acc) = self.find_acc(*category, &hits.signal.key) {
+                        acc.recovered = true;
+                    }
+                }
+            }
+        }
+        for hits in &scanner.hits {
+            let recovered_in_member = scanner.recoveries.iter().any(|(c, k, l, _)| {
+                *c == hits.signal.category
+                    && (k == "*" || *k == hits.signal.key)
+                    && *l > hits.last_problem_line
+            });
+            let seq = self.seq;
+            self.seq += 1;
+            let whole_journal = scanner.path == WHOLE_JOURNAL;
+            let acc = self.acc_for(&hits.signal);
+            if whole_journal {
+                acc.count_whole_journal += hits.count;
+            } else {
+                acc.count += hits.count;
+            }
+            acc.first_at = min_opt(acc.first_at, hits.first_at);
+            acc.last_at = max_opt(acc.last_at, hits.last_at);
+            if recovered_in_member {
+                acc.recovered = true;
+            } else {
+                acc.unrecovered_somewhere = true;
+            }
+            for raw in &hits.evidence {
+                let ev = place(raw);
+                if let Some(unit) = &ev.unit {
+                    if !acc.units.contains(unit) {
+                        acc.units.push(unit.clone());
+                    }
+                }
+                // journal/this-boot.log repeats every unit's lines: the
+                // unit's own member is the better reference.
+                if let Some(same) = acc.evidence.iter_mut().find(|(_, _, e)| e.text == ev.text) {
+                    if same.2.path == WHOLE_JOURNAL && !whole_journal {
+                        *same = (raw.at, seq, ev);
+                    }
+                    continue;
+                }
+                acc.evidence.push((raw.at, seq, ev));
+            }
+        }
+    }
+
+    fn find_acc(&mut self, category: Category, key: &str) -> Option<&mut Acc> {
+        self.accs
+            .iter_mut()
+            .find(|a| a.signal.category == category && a.signal.key == key)
+    }
+
+    fn acc_for(&mut self, signal: &Signal) -> &mut Acc {
+        let found = self
+            .accs
+            .iter()
+            .position(|a| a.signal.category == signal.category && a.signal.key == signal.key);
+        let i = if let Some(i) = found {
+            i
+        } else {
+            {
+                self.accs.push(Acc {
+                    signal: signal.clone(),
+                    count: 0,
+                    first_at: None,
+                    last_at: None,
+                    evidence: Vec::new(),
+                    recovered: false,
+                    unrecovered_somewhere: false,
+                    consequences: Vec::new(),
+                    units: Vec::new(),
+                    count_whole_journal: 0,
+                });
+                self.accs.len() - 1
+            }
+        };
+        &mut self.accs[i]
+    }
+
+    /// Time the scanners spent reading lines (their share of the bundle's
+    /// CPU: the scan runs on the collecting thread, which is busy meanwhile).
+    pub fn scan_time(&self) -> std::time::Duration {
+        self.scan_time
+    }
+
+    /// Correlates and orders everything absorbed.
+    pub fn finish(mut self) -> Diagnosis {
+        self.attach_records();
+        self.attach_unit_failures();
+        let mut findings: Vec<(Severity, Option<i64>, usize, Finding)> = self
+            .accs
+            .into_iter()
+            .enumerate()
+            .map(|(i, acc)| {
+                let severity = severity(&acc);
+                let first = min_opt(
+                    acc.first_at,
+                    acc.consequences.iter().filter_map(|(_, t)| *t).min(),
+                );
+                (severity, first, i, finding(acc, severity))
+            })
+            .collect();
+        findings.sort_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| match (a.1, b.1) {
+                    (Some(x), Some(y)) => x.cmp(&y),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                })
+                .then_with(|| a.2.cmp(&b.2))
+        });
+        findings.truncate(MAX_FINDINGS);
+        Diagnosis {
+            format_version: FORMAT_VERSION,
+            findings: findings.into_iter().map(|f| f.3).collect(),
+            members_scanned: self.members,
+            lines_scanned: self.lines,
+        }
+    }
+
+    /// Failed bootstrap services (records) become consequences of the
+    /// finding their error message names, or of the earliest finding seen
+    /// in that unit before the failure, or `other` findings.
+    fn attach_records(&mut self) {
+        let Some(summary) = self.summary.take() else {
+            return;
+        };
+        for service in &summary.services {
+            let runs = service.runs.len();
+            for failure in &service.failures {
+                let recovered = failure.run < runs || service.status == Outcome::Success;
+                let at_text = failure.at.clone();
+                let at = at_text.as_deref().and_then(line::parse_rfc3339);
+                let consequence = Consequence {
+                    unit: service.service.clone(),
+                    what: failure.what.clone(),
+                    at: at_text,
+                    recovered,
+                };
+                let message = failure.error_message.as_deref().unwrap_or_default();
+                let signal = message
+                    .lines()
+                    .filter_map(|l| classify(line::parse(l).message))
+                    .find(|s| s.nature != Nature::Recovery);
+                if let Some(signal) = signal {
+                    let acc = self.acc_for(&signal);
+                    acc.first_at = min_opt(acc.first_at, at);
+                    push_consequence(acc, consequence, at);
+                    continue;
+                }
+                if let Some(acc) = self.cause_in_unit(&service.service, at) {
+                    push_consequence(acc, consequence, at);
+                    continue;
+                }
+                let last_line = message
+                    .lines()
+                    .map(|l| line::parse(l).message)
+                    .find(|m| m.starts_with("Error") || m.contains("error"))
+                    .or_else(|| message.lines().next().map(|l| line::parse(l).message))
+                    .unwrap_or("no error message recorded");
+                let signal = Signal::new(
+                    Category::Other,
+                    format!("{} {}", service.service, failure.what),
+                    format!(
+                        "{} {} failed: {}",
+                        service.service,
+                        failure.what,
+                        line::shorten(last_line, 160)
+                    ),
+                    Nature::Transient,
+                );
+                let acc = self.acc_for(&signal);
+                acc.first_at = min_opt(acc.first_at, at);
+                push_consequence(acc, consequence, at);
+            }
+        }
+    }
+
+    /// Earliest non-`other` finding with evidence from `unit` no later than `at`.
+    fn cause_in_unit(&mut self, unit: &str, at: Option<i64>) -> Option<&mut Acc> {
+        self.accs
+            .iter_mut()
+            .filter(|a| a.signal.category != Category::Other && a.units.iter().any(|u| u == unit))
+            .filter(|a| match (a.first_at, at) {
+                (Some(first), Some(at)) => first <= at,
+                _ => true,
+            })
+            .min_by_key(|a| a.first_at.unwrap_or(i64::MAX))
+    }
+
+    /// `X.service: Failed with result` with no later success of X.
+    fn attach_unit_failures(&mut self) {
+        let failures = std::mem::take(&mut self.unit_failures);
+        let mut seen: Vec<String> = Vec::new();
+        for (unit, at, evidence, recovered_here) in failures {
+            if seen.contains(&unit) {
+                continue;
+            }
+            seen.push(unit.clone());
+            let recovered = recovered_here
+                || match (at, self.units.get(&unit).and_then(|m| m.ok_at)) {
+                    (Some(at), Some(ok)) => ok > at,
+                    _ => false,
+                };
+            // Already explained by the records.
+            let explained = self
+                .accs
+                .iter()
+                .any(|a| a.consequences.iter().any(|(c, _)| c.unit == unit));
+            if explained {
+                continue;
+            }
+            let consequence = Consequence {
+                unit: unit.clone(),
+                what: "unit".into(),
+                at: at.map(format_time),
+                recovered,
+            };
+            if let Some(acc) = self.cause_in_unit(&unit, at) {
+                push_consequence(acc, consequence, at);
+                continue;
+            }
+            let category = if unit == "NetworkManager-wait-online" {
+                Category::NetworkLink
+            } else {
+                Category::Other
+            };
+            let signal = Signal::new(
+                category,
+                unit.clone(),
+                format!(
+                    "{unit}.service failed ({})",
+                    line::parse(&evidence.text).message
+                ),
+                Nature::Transient,
+            );
+            let acc = self.acc_for(&signal);
+            acc.first_at = min_opt(acc.first_at, at);
+            acc.count += 1;
+            acc.unrecovered_somewhere = true;
+            acc.evidence.push((at, usize::MAX, evidence));
+            push_consequence(acc, consequence, at);
+        }
+    }
+}
+
+fn push_consequence(acc: &mut Acc, consequence: Consequence, at: Option<i64>) {
+    if !acc
+        .consequences
+        .iter()
+        .any(|(c, _)| c.unit == consequence.unit && c.what == consequence.what)
+    {
+        acc.consequences.push((consequence, at));
+    }
+}
+
+/// How long a transient signal must keep coming, unrecovered, to be an
+/// error on its own (seconds), and how many lines it takes.
+fn persistence(category: Category) -> Option<(i64, u64)> {
+    match category {
+        Category::ApiUnreachable | Category::CsrPending => Some((20 * 60, 3)),
+        Category::DnsResolution
+        | Category::Proxy
+        | Category::McsUnreachable
+        | Category::NetworkLink
+        | Category::ClockSkew => Some((5 * 60, 3)),
+        Category::EtcdSlowDisk => Some((10 * 60, 20)),
+        _ => None,
+    }
+}
+
+fn severity(acc: &Acc) -> Severity {
+    let count = acc.count.max(acc.count_whole_journal);
+    if acc.consequences.iter().any(|(c, _)| !c.recovered) {
+        return Severity::Error;
+    }
+    if !acc.consequences.is_empty() {
+        return Severity::Warning;
+    }
+    let recovered = acc.recovered && !acc.unrecovered_somewhere;
+    let benign = matches!(
+        acc.signal.category,
+        Category::ApiUnreachable | Category::CsrPending
+    );
+    if recovered {
+        // A retry that succeeded and failed nothing: every install has some.
+        return Severity::Info;
+    }
+    match acc.signal.nature {
+        Nature::Fatal if !acc.recovered => Severity::Error,
+        Nature::Fatal | Nature::Recovery => Severity::Warning,
+        Nature::Transient => {
+            let lasting = persistence(acc.signal.category).is_some_and(|(secs, min_count)| {
+                let span = match (acc.first_at, acc.last_at) {
+                    (Some(a), Some(b)) => b - a,
+                    _ => 0,
+                };
+                span >= secs && count >= min_count && !acc.recovered
+            });
+            if lasting {
+                Severity::Error
+            } else if benign {
+                Severity::Info
+            } else {
+                Severity::Warning
+            }
+        }
+    }
+}
+
+fn finding(mut acc: Acc, severity: Severity) -> Finding {
+    acc.count = acc.count.max(acc.count_whole_journal);
+    let mut summary = acc.signal.summary.clone();
+    // One phrase per unit, in time order, naming the failed step if any.
+    let mut ordered: Vec<&(Consequence, Option<i64>)> = acc.consequences.iter().collect();
+    ordered.sort_by_key(|(_, at)| at.unwrap_or(i64::MAX));
+    let mut phrases: Vec<(String, String)> = Vec::new();
+    for (c, _) in ordered {
+        if phrases.iter().any(|(unit, _)| *unit == c.unit) {
+            continue;
+        }
+        let step = acc
+            .consequences
+            .iter()
+            .map(|(c2, _)| c2)
+            .find(|c2| c2.unit == c.unit && c2.what != "service" && c2.what != "unit")
+            .map(|c2| format!(" ({})", c2.what))
+            .unwrap_or_default();
+        let how = if c.recovered {
+            "failed, then recovered"
+        } else {
+            "failed"
+        };
+        phrases.push((c.unit.clone(), format!("{}{step} {how}", c.unit)));
+    }
+    if !phrases.is_empty() && acc.signal.category != Category::Other {
+        let list: Vec<String> = phrases.into_iter().map(|(_, p)| p).collect();
+        summary = format!("{summary}; {}", list.join("; "));
+    }
+    let mut evidence = acc.evidence;
+    evidence.sort_by(|a, b| {
+        a.0.unwrap_or(i64::MAX)
+            .cmp(&b.0.unwrap_or(i64::MAX))
+            .then(a.1.cmp(&b.1))
+    });
+    // Spread the kept evidence over members: one per member first.
+    let mut kept: Vec<Evidence> = Vec::new();
+    let mut rest: Vec<Evidence> = Vec::new();
+    for (_, _, e) in evidence {
+        if kept.iter().any(|k| k.path == e.path) {
+            rest.push(e);
+        } else {
+            kept.push(e);
+        }
+    }
+    kept.extend(rest);
+    kept.truncate(MAX_EVIDENCE_PER_FINDING);
+    Finding {
+        category: acc.signal.category,
+        severity,
+        summary: line::shorten(&summary, 300),
+        hint: acc.signal.category.hint().to_owned(),
+        key: acc.signal.key,
+        occurrences: acc.count,
+        first_seen: acc.first_at.map(format_time),
+        last_seen: acc.last_at.map(format_time),
+        consequences: acc.consequences.into_iter().map(|(c, _)| c).collect(),
+        evidence: kept,
+    }
+}
+
+fn min_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn max_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn format_time(secs: i64) -> String {
+    let t = u64::try_from(secs)
+        .ok()
+        .map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s));
+    t.map_or_else(
+        || secs.to_string(),
+        |t| humantime::format_rfc3339_seconds(t).to_string(),
+    )
+}

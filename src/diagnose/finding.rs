@@ -1,0 +1,105 @@
+//! What the diagnosis says: `diagnosis.json`'s shape ([`Diagnosis`], its
+//! [`Finding`]s with their [`Evidence`] and [`Consequence`]s) and its
+//! headline for `progress_info`.
+
+use serde::{Deserialize, Serialize};
+
+use super::line;
+use super::signal::{Category, Severity};
+
+pub const FORMAT_VERSION: u32 = 1;
+/// Longest `progress_info` headline, in characters.
+pub const HEADLINE_MAX_CHARS: usize = 200;
+
+/// One line a finding rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Member path inside the bundle's top directory.
+    pub path: String,
+    /// 1-based line in that member; `None` when the line was cut from the
+    /// member by a size cap (it was seen while collecting).
+    pub line: Option<u64>,
+    /// The line as it is in the bundle (redacted), at most
+    /// [`MAX_EVIDENCE_CHARS`](super::MAX_EVIDENCE_CHARS) characters.
+    pub text: String,
+    /// RFC 3339 time of the line, when it carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// The unit that logged it, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+/// A failed service attached to the finding that explains it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Consequence {
+    /// The unit, e.g. `bootkube`.
+    pub unit: String,
+    /// What failed: `stage mco-bootstrap`, `service`, `unit`.
+    pub what: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// A later run (or the unit) succeeded.
+    pub recovered: bool,
+}
+
+/// One diagnosis: `diagnosis.json`'s entries, most likely cause first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub category: Category,
+    pub severity: Severity,
+    /// One line with the decisive value.
+    pub summary: String,
+    pub hint: String,
+    /// The decisive value alone (host, registry, mount, unit).
+    pub key: String,
+    /// Lines that matched, all members together.
+    pub occurrences: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen: Option<String>,
+    /// Services that failed because of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consequences: Vec<Consequence>,
+    pub evidence: Vec<Evidence>,
+}
+
+/// `diagnosis.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    pub format_version: u32,
+    pub findings: Vec<Finding>,
+    /// Members read and lines in them.
+    pub members_scanned: u64,
+    pub lines_scanned: u64,
+}
+
+impl Diagnosis {
+    /// The worst finding as one line for `progress_info`: `severity
+    /// category: summary`, at most [`HEADLINE_MAX_CHARS`] characters. Only
+    /// errors and warnings: an info is not worth the UI's attention.
+    pub fn headline(&self) -> Option<String> {
+        let worst = self
+            .findings
+            .iter()
+            .find(|f| f.severity != Severity::Info)?;
+        // The cause first; the failed services after it only as far as they
+        // fit whole, so the line never ends in half a unit name.
+        let mut parts = worst.summary.split("; ");
+        let mut headline = format!(
+            "{} {}: {}",
+            worst.severity.as_str(),
+            worst.category.as_str(),
+            parts.next().unwrap_or_default()
+        );
+        for part in parts {
+            if headline.chars().count() + 2 + part.chars().count() > HEADLINE_MAX_CHARS {
+                break;
+            }
+            headline.push_str("; ");
+            headline.push_str(part);
+        }
+        Some(line::shorten(&headline, HEADLINE_MAX_CHARS))
+    }
+}

@@ -1,0 +1,26 @@
+//! Bootstrap service records: the `/var/log/openshift/<service>.json` files
+//! that bootkube, release-image, kubelet's pre-commands and friends write
+//! about their own progress (`bootstrap-service-record.sh`), and bootkube's
+//! `/opt/openshift/<stage>.done` markers, turned into a per-service timeline
+//! and one line naming the worst finding. What a bundle holds of them, and
+//! the summary's fields: `docs/bundle.md` (Records summary); how the
+//! diagnosis uses them: `docs/diagnosis.md`.
+//!
+//! - [`parse`]: one record file, salvaged and folded into runs and steps;
+//! - [`summary`]: every service of a host, the digest, [`summarize_host`];
+//! - [`collector`]: the bundle collector that copies the records raw and
+//!   adds `records/summary.json`.
+//!
+//! Imports point one way: `parse` ← `summary` ← `collector`.
+
+pub mod collector;
+pub mod parse;
+pub mod summary;
+
+pub use parse::{
+    parse_entries, service_from_entries, Entry, Failure, Outcome, Parsed, Run, Service, Step,
+    StepKind, MAX_ENTRIES, MAX_FIELD_BYTES,
+};
+pub use summary::{
+    summarize_host, DoneMarker, Summary, DIGEST_MAX_CHARS, PARSE_LIMIT, RECORDS_DIR,
+};
