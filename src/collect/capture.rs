@@ -98,8 +98,6 @@ struct FollowIntake {
     reused_bytes: u64,
 }
 
-/// Entries a followed journal stream's first read asks for to learn their
-
 /// journalctl's `--show-cursor` line, the last of its output.
 const CURSOR_PREFIX: &[u8] = b"-- cursor: ";
 /// Held back from a followed stream: more than a cursor line.

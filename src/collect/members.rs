@@ -24,6 +24,7 @@ use super::report::{
 use crate::diagnose::{Placement, Scanner};
 use crate::redact::Mode;
 
+/// Entries a followed journal stream's first read asks for to learn their
 /// size (and all it needs when the stream is that short).
 pub const TAIL_PROBE_ENTRIES: u64 = 2000;
 
