@@ -408,7 +408,7 @@ def compress_discussion(c, w):
         cpu = {lv: by_level[lv]["cpu_s"] / gib for lv in by_level}
         wire = {lv: by_level[lv]["out"] / by_level[lv]["in"] for lv in by_level}
         lower = max((lv for lv in by_level if lv < level), default=None)
-        w(f"**Default level: {level}** (`bundle::GZIP_LEVEL`). It costs {cpu[level] / cpu[6]:.2f}x the CPU "
+        w(f"**Default level: {level}** (`collect::chunks::GZIP_LEVEL`). It costs {cpu[level] / cpu[6]:.2f}x the CPU "
           f"of this backend's level 6 and ships {wire[level] / wire[6]:.3f}x its bytes; against `gzip -6` "
           f"of the same file its output is {by_level[level]['out'] / gzip6:.3f}x the size, so the "
           "bundle is no bigger than the baseline's for less CPU. "
