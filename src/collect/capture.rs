@@ -1,5 +1,5 @@
 //! One member's capture, shared by the command runner (`command.rs`) and
-//! host file capture (`file.rs`): the limits it runs under, the [`Intake`]
+//! host file capture (`file.rs`): the limits it runs under, the `Intake`
 //! its bytes go through (redactor, diagnosis scanner, compressed chunks, a
 //! followed journal stream's cursor taken off its end), and the [`Captured`]
 //! result the member is recorded from.

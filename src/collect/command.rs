@@ -1,5 +1,5 @@
 //! The child-process runner: a command run with a deadline, no stdin, its
-//! stdout read on a thread of its own into the member's [`Intake`] and the
+//! stdout read on a thread of its own into the member's `Intake` and the
 //! start of its stderr kept for the manifest's reason; killed and reaped at
 //! the deadline, not waited for when a background process holds its pipes;
 //! its exit told as a [`Status`] and a reason.

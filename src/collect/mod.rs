@@ -48,7 +48,8 @@ pub(crate) mod testing;
 use std::io;
 use std::time::{Duration, Instant};
 
-// The names modules outside collect/ use.
+// The names modules outside collect/ use. Collectors import the files
+// themselves: this one names them all, so importing it would be a circle.
 pub use context::CollectContext;
 pub use members::{Members, Sink};
 pub use report::{
@@ -186,9 +187,9 @@ fn run_limited(
 mod tests {
     use std::path::Path;
 
+    use super::report::COLLECTOR_CAP_REASON;
     use super::testing::{context, fixture_path, script, MemorySink};
     use super::*;
-    use crate::collect::report::COLLECTOR_CAP_REASON;
 
     #[test]
     fn collector_cap_and_time_limit_are_enforced_and_named() {
