@@ -465,7 +465,7 @@ def compress_discussion(c, w):
         if agent_name in head and six_name in head:
             cpu[level] = head[agent_name]["cpu_s"] / gib
             cpu[6] = head[six_name]["cpu_s"] / gib
-        w(f"**Default level: {level}** (`GZIP_LEVEL`). It costs {cpu[level] / cpu[6]:.2f}x the CPU "
+        w(f"**Default level: {level}** (`collect::chunks::GZIP_LEVEL`). It costs {cpu[level] / cpu[6]:.2f}x the CPU "
           f"of this backend's level 6 and ships {wire[level] / wire[6]:.3f}x its bytes; against `gzip -6` "
           f"of the same file its output is {by_level[level]['out'] / gzip6:.3f}x the size, so the "
           "bundle is no bigger than the baseline's for less CPU. "

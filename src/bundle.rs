@@ -21,7 +21,7 @@
 
 use std::io::{Read, Write};
 
-use crate::collect::chunks::Content;
+use crate::collect::chunks::{Content, GZIP_LEVEL};
 
 /// Plain tar bytes (headers, small members) compressed together into one
 /// gzip member: enough for deflate's window, little memory.
@@ -47,43 +47,8 @@ pub const TOP_DIR: &str = "host_boot";
 /// Name of the manifest member, relative to [`TOP_DIR`].
 pub const MANIFEST_NAME: &str = "manifest.json";
 pub const FORMAT_VERSION: u32 = 1;
-/// Chosen by figures (docs/benchmarks.md, sections 2 and 9): with the zlib-rs
-/// backend, 4 still compresses a journal a little better than `gzip -6` (and
-/// ~3 % worse than its own 6) for about three quarters of level 6's CPU,
-/// which keeps a whole bundle under 0.75x the CPU of `gzip -6`. Below 4 the
-/// bytes every host uploads every 10 minutes grow faster than the CPU falls
-/// (3: +9 %, 1: +65 %); above it the CPU grows for a few percent of bytes.
-pub const GZIP_LEVEL: u32 = 4;
 
 const MIB: u64 = 1024 * 1024;
-
-/// `text` with control characters (C0, DEL, C1) and bidirectional
-/// formatting characters (U+202A..U+202E, U+2066..U+2069) written as
-/// `\x1b` / `\u{202e}` escapes. Member names, their sources and reasons
-/// come from host file names, which may hold anything but `/` and NUL: a
-/// newline or an escape sequence must reach neither a tar name nor a
-/// terminal raw (docs/bundle.md, "Names"). Borrowed when there is nothing
-/// to escape; escaping an escaped text changes nothing.
-pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    fn needs_escape(c: char) -> bool {
-        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    }
-    if !text.chars().any(needs_escape) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if !needs_escape(c) {
-            out.push(c);
-        } else if u32::from(c) < 0x80 {
-            use std::fmt::Write as _;
-            let _ = write!(out, "\\x{:02x}", u32::from(c));
-        } else {
-            out.extend(c.escape_unicode());
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
 
 /// Who and why, copied into the manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -358,7 +358,7 @@ fn open_bundle(file: impl Read, path: &Path, max_uncompressed: u64) -> anyhow::R
 /// message taken from a host or a bundle prints as one inert line: no forged
 /// line, no terminal title, no reordered text. Borrowed when clean.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    crate::bundle::escape_controls(text)
+    crate::collect::report::escape_controls(text)
 }
 
 /// [`printable`] applied to every string (keys included) of a JSON value.

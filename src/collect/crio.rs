@@ -9,7 +9,8 @@ use std::cmp::Reverse;
 use std::io;
 use std::path::Path;
 
-use super::{HostFile, Members, Opts};
+use super::context::HostFile;
+use super::members::{Members, Opts};
 
 const CONFIG_FILES: [(&str, &str); 2] = [
     ("/etc/crio/crio.conf", "crio/config/crio.conf"),

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::Members;
+use super::members::Members;
 
 pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.file("mounts/mountinfo", "/proc/self/mountinfo")?;

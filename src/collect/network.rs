@@ -10,7 +10,7 @@
 
 use std::io;
 
-use super::{Members, Opts};
+use super::members::{Members, Opts};
 use crate::redact::Mode;
 
 /// Where NetworkManager keeps connection profiles: persistent ones, then

@@ -12,7 +12,7 @@ use std::io;
 use serde_json::{json, Value};
 use sysinfo::{CpuRefreshKind, Disks, System};
 
-use super::Members;
+use super::members::Members;
 
 pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.file("system/boot_id", "/proc/sys/kernel/random/boot_id")?;

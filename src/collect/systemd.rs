@@ -9,7 +9,9 @@ use std::io::{self, Read as _, Write as _};
 use std::net::{TcpStream, ToSocketAddrs as _};
 use std::time::Duration;
 
-use super::{Captured, Members, Opts, Status};
+use super::capture::Captured;
+use super::members::{Members, Opts};
+use super::report::Status;
 
 /// Failed units looked at one by one; more are only listed.
 const MAX_FAILED_UNITS: usize = 20;

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 use super::summary::{DoneMarker, Summary, PARSE_LIMIT, RECORDS_DIR};
-use crate::collect::Members;
+use crate::collect::members::Members;
 
 const MARKERS_DIR: &str = "/opt/openshift";
 

@@ -14,8 +14,7 @@ use std::io::Read as _;
 
 use abr_bench::cpu_seconds;
 use anyhow::Context as _;
-use assisted_boot_reporter::bundle::GZIP_LEVEL;
-use assisted_boot_reporter::collect::chunks::{Sealer, CHUNK_BYTES};
+use assisted_boot_reporter::collect::chunks::{Sealer, CHUNK_BYTES, GZIP_LEVEL};
 use assisted_boot_reporter::contract;
 use assisted_boot_reporter::redact::{Mode, Redactor};
 use base64::Engine as _;

@@ -1,0 +1,259 @@
+//! One member's capture, shared by the command runner (`command.rs`) and
+//! host file capture (`file.rs`): the limits it runs under, the `Intake`
+//! its bytes go through (redactor, diagnosis scanner, compressed chunks, a
+//! followed journal stream's cursor taken off its end), and the [`Captured`]
+//! result the member is recorded from.
+
+use std::time::{Duration, Instant};
+
+use super::chunks::{self, Chunks, Content};
+use super::context::CollectContext;
+use super::report::{Budget, Status, MEMBER_CAP_REASON};
+use crate::diagnose::Scanner;
+use crate::redact::{Mode, StreamRedactor};
+
+/// A member's content and what happened while gathering it.
+#[derive(Debug)]
+pub struct Captured {
+    pub source: String,
+    /// Redacted and within budget.
+    pub content: Content,
+    /// Bytes the source produced (before redaction and capping).
+    pub original_bytes: u64,
+    /// Older bytes were dropped to fit the budget.
+    pub truncated: bool,
+    pub cap_reason: &'static str,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub redactions: usize,
+    /// Start of the command's stderr, redacted.
+    pub stderr_head: String,
+    pub duration: Duration,
+    /// The line observer that saw the content, handed back to the sink.
+    pub scanner: Option<Scanner>,
+    /// A followed stream's state after this read (`Members::journal`).
+    pub follow: Option<Followed>,
+}
+
+/// Where a followed stream stands after one read.
+#[derive(Debug)]
+pub struct Followed {
+    /// journalctl's `-- cursor:` line, taken off the content; `None` when
+    /// it printed none (nothing new, or it stopped early).
+    pub cursor: Option<String>,
+    /// The whole stream so far, for the next bundle.
+    pub saved: chunks::Saved,
+    /// Source bytes this read took (the cursor line not included).
+    pub new_bytes: u64,
+    /// Lines among them.
+    pub new_lines: u64,
+    /// Content carried over from earlier bundles.
+    pub reused_bytes: u64,
+}
+
+impl Captured {
+    pub(super) fn without_data(
+        source: String,
+        status: Status,
+        reason: String,
+        started: Instant,
+    ) -> Self {
+        Self {
+            source,
+            content: Content::default(),
+            original_bytes: 0,
+            truncated: false,
+            cap_reason: MEMBER_CAP_REASON,
+            status,
+            reason: Some(reason),
+            redactions: 0,
+            stderr_head: String::new(),
+            duration: started.elapsed(),
+            scanner: None,
+            follow: None,
+        }
+    }
+}
+
+/// A source's bytes on their way in: redacted line by line, then kept
+/// newest-last in bounded, compressed chunks.
+pub(super) struct Intake {
+    pub(super) redactor: StreamRedactor,
+    content: Chunks,
+    budget: u64,
+    raw: u64,
+    /// Sees the redacted bytes too (the diagnosis), in the same pass.
+    scanner: Option<Scanner>,
+    /// A followed stream: the last bytes are held back until the end,
+    /// where journalctl's `-- cursor:` line is taken off.
+    follow: Option<FollowIntake>,
+}
+
+#[derive(Debug)]
+struct FollowIntake {
+    held: Vec<u8>,
+    /// The last byte passed on (a cursor line starts a line).
+    last_passed: Option<u8>,
+    lines: u64,
+    reused_bytes: u64,
+}
+
+/// journalctl's `--show-cursor` line, the last of its output.
+const CURSOR_PREFIX: &[u8] = b"-- cursor: ";
+/// Held back from a followed stream: more than a cursor line.
+const CURSOR_HOLD: usize = 4096;
+
+/// What an [`Intake`] gathered.
+pub(super) struct Finished {
+    pub(super) content: Content,
+    pub(super) raw: u64,
+    pub(super) redactions: usize,
+    pub(super) scanner: Option<Scanner>,
+    pub(super) follow: Option<Followed>,
+}
+
+impl Intake {
+    pub(super) fn new(
+        ctx: &CollectContext,
+        budget: Budget,
+        mode: Mode,
+        scanner: Option<Scanner>,
+        resume: Option<Resume>,
+    ) -> Self {
+        let (content, follow) = match resume {
+            None => (Chunks::new(budget.bytes), None),
+            Some(Resume { saved, keep }) => {
+                let keep = keep.max(budget.bytes);
+                let (content, reused_bytes) = match &saved {
+                    Some(saved) => (Chunks::resume(keep, saved), saved.seen),
+                    None => (Chunks::new(keep), 0),
+                };
+                let follow = FollowIntake {
+                    held: Vec::new(),
+                    last_passed: None,
+                    lines: 0,
+                    reused_bytes,
+                };
+                (content, Some(follow))
+            }
+        };
+        Self {
+            redactor: ctx.redactor.stream(mode),
+            content,
+            budget: budget.bytes,
+            raw: 0,
+            scanner,
+            follow,
+        }
+    }
+
+    pub(super) fn push(&mut self, data: &[u8]) {
+        self.raw += data.len() as u64;
+        let Some(follow) = &mut self.follow else {
+            Self::pass(
+                &mut self.redactor,
+                &mut self.content,
+                &mut self.scanner,
+                data,
+            );
+            return;
+        };
+        follow.lines += memchr::memchr_iter(b'\n', data).count() as u64;
+        follow.held.extend_from_slice(data);
+        if follow.held.len() > 2 * CURSOR_HOLD {
+            let n = follow.held.len() - CURSOR_HOLD;
+            follow.last_passed = Some(follow.held[n - 1]);
+            Self::pass(
+                &mut self.redactor,
+                &mut self.content,
+                &mut self.scanner,
+                &follow.held[..n],
+            );
+            follow.held.drain(..n);
+        }
+    }
+
+    fn pass(
+        redactor: &mut StreamRedactor,
+        content: &mut Chunks,
+        scanner: &mut Option<Scanner>,
+        data: &[u8],
+    ) {
+        match scanner {
+            Some(scanner) => redactor.push(data, &mut |b| {
+                content.write(b);
+                scanner.feed(b);
+            }),
+            None => redactor.push(data, &mut |b| content.write(b)),
+        }
+    }
+
+    /// Flushes the last line; returns the content, the bytes read, the
+    /// redaction count, the observer and a followed stream's state.
+    pub(super) fn finish(mut self) -> Finished {
+        let mut cursor = None;
+        if let Some(follow) = &mut self.follow {
+            let mut held = std::mem::take(&mut follow.held);
+            if let Some(body) = held.strip_suffix(b"\n") {
+                let start = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+                let line_start = start > 0 || follow.last_passed.is_none_or(|b| b == b'\n');
+                if line_start && body[start..].starts_with(CURSOR_PREFIX) {
+                    let text = String::from_utf8_lossy(&body[start + CURSOR_PREFIX.len()..]);
+                    cursor = Some(text.trim().to_owned()).filter(|c| !c.is_empty());
+                    self.raw -= (held.len() - start) as u64;
+                    follow.lines -= 1;
+                    held.truncate(start);
+                }
+            }
+            Self::pass(
+                &mut self.redactor,
+                &mut self.content,
+                &mut self.scanner,
+                &held,
+            );
+        }
+        let mut content = self.content;
+        let mut scanner = self.scanner;
+        let count = self.redactor.finish(&mut |b| {
+            content.write(b);
+            if let Some(scanner) = &mut scanner {
+                scanner.feed(b);
+            }
+        });
+        let follow = self.follow.map(|f| Followed {
+            cursor,
+            saved: content.save(),
+            new_bytes: self.raw,
+            new_lines: f.lines,
+            reused_bytes: f.reused_bytes,
+        });
+        Finished {
+            content: content.finish_within(self.budget),
+            raw: self.raw,
+            redactions: count,
+            scanner,
+            follow,
+        }
+    }
+}
+
+/// What bounds one command or one file read.
+pub(super) struct CommandLimits {
+    pub(super) budget: Budget,
+    pub(super) scanner: Option<Scanner>,
+    pub(super) mode: Mode,
+    pub(super) timeout: Duration,
+    /// The manifest's reason when `timeout` kills it.
+    pub(super) timeout_reason: String,
+    /// A followed stream (`Members::journal`): where it stood after the
+    /// last bundle, `None` when it starts afresh.
+    pub(super) resume: Option<Resume>,
+}
+
+/// How a followed stream carries on.
+#[derive(Debug)]
+pub(super) struct Resume {
+    pub(super) saved: Option<chunks::Saved>,
+    /// Bytes the stream keeps for later bundles (the member cap).
+    pub(super) keep: u64,
+}

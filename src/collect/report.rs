@@ -1,0 +1,195 @@
+//! What a collector reports: the status of each member and of the
+//! collector, as written in the manifest; the size budget and the caps that
+//! cut a member; and the escaping every name, source and reason goes
+//! through on its way into a tar name or the manifest.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Outcome of one member or one collector, as written in the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Failed,
+    Skipped,
+    TimedOut,
+    Partial,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+            Status::TimedOut => "timed_out",
+            Status::Partial => "partial",
+        }
+    }
+}
+
+/// One member a collector tried to produce.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileReport {
+    /// Path inside the bundle's top directory, e.g. `journal/this-boot.log`.
+    pub path: String,
+    /// The command line or the host path the content came from.
+    pub source: String,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// Whether the member is in the archive (skipped ones and failures with
+    /// no output are only listed here).
+    pub archived: bool,
+    /// Bytes in the archive.
+    pub bytes: u64,
+    /// Only the newest part was kept.
+    pub truncated: bool,
+    /// Size the source produced before capping, when truncated.
+    pub original_bytes: Option<u64>,
+    /// Secrets replaced in this member.
+    pub redactions: usize,
+    pub duration_ms: u64,
+    /// Bytes of the member carried over from earlier bundles of the same
+    /// run without reading them again (the journal cache).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reused_bytes: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One collector's entry in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectorReport {
+    pub name: String,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// Bytes this collector put in the archive.
+    pub bytes: u64,
+    pub duration_ms: u64,
+    pub files: Vec<FileReport>,
+    /// This collector's own size cap, if it has one below the bundle's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    /// This collector's own time limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_ms: Option<u64>,
+    /// One line naming the worst finding (the records collector's summary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+impl CollectorReport {
+    pub fn redactions(&self) -> usize {
+        self.files.iter().map(|f| f.redactions).sum()
+    }
+}
+
+/// How much the next member may hold, and what limits it, for the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub bytes: u64,
+    pub reason: &'static str,
+}
+
+pub const MEMBER_CAP_REASON: &str = "member size cap";
+pub const BUNDLE_CAP_REASON: &str = "bundle size cap";
+pub const COLLECTOR_CAP_REASON: &str = "collector size cap";
+pub const TIME_LIMIT_REASON: &str = "collector time limit";
+
+/// Whether a reason names one of the size caps.
+pub fn is_cap_reason(reason: &str) -> bool {
+    [MEMBER_CAP_REASON, BUNDLE_CAP_REASON, COLLECTOR_CAP_REASON]
+        .iter()
+        .any(|cap| reason.starts_with(cap))
+}
+
+/// Skipped members are optional sources that are absent on this host; they
+/// do not make a collector partial. Only a collector with nothing but skips
+/// is skipped.
+pub(super) fn summarize(files: &[FileReport], note: Option<String>) -> (Status, Option<String>) {
+    let attempted: Vec<&FileReport> = files
+        .iter()
+        .filter(|f| f.status != Status::Skipped)
+        .collect();
+    if attempted.is_empty() {
+        let reason = note.or_else(|| {
+            let mut reasons: Vec<&str> = files.iter().filter_map(|f| f.reason.as_deref()).collect();
+            reasons.dedup();
+            (!reasons.is_empty()).then(|| reasons.join("; "))
+        });
+        return (Status::Skipped, reason);
+    }
+    let bad: Vec<&FileReport> = attempted
+        .iter()
+        .copied()
+        .filter(|f| f.status != Status::Ok)
+        .collect();
+    let status = if bad.is_empty() {
+        Status::Ok
+    } else if bad.len() < attempted.len() {
+        Status::Partial
+    } else if bad.iter().all(|f| f.status == Status::TimedOut) {
+        Status::TimedOut
+    } else {
+        Status::Failed
+    };
+    let mut reason = note.unwrap_or_default();
+    if !bad.is_empty() {
+        if !reason.is_empty() {
+            reason.push_str("; ");
+        }
+        let _ = write!(
+            reason,
+            "{} of {} members not ok",
+            bad.len(),
+            attempted.len()
+        );
+        for f in bad.iter().take(3) {
+            let _ = write!(
+                reason,
+                "; {}: {}",
+                f.path,
+                f.reason.as_deref().unwrap_or("no reason")
+            );
+        }
+    }
+    (status, (!reason.is_empty()).then_some(reason))
+}
+
+pub(super) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `text` with control characters (C0, DEL, C1) and bidirectional
+/// formatting characters (U+202A..U+202E, U+2066..U+2069) written as
+/// `\x1b` / `\u{202e}` escapes. Member names, their sources and reasons
+/// come from host file names, which may hold anything but `/` and NUL: a
+/// newline or an escape sequence must reach neither a tar name nor a
+/// terminal raw (docs/bundle.md, "Names"). Borrowed when there is nothing
+/// to escape; escaping an escaped text changes nothing.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    fn needs_escape(c: char) -> bool {
+        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !text.chars().any(needs_escape) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !needs_escape(c) {
+            out.push(c);
+        } else if u32::from(c) < 0x80 {
+            use std::fmt::Write as _;
+            let _ = write!(out, "\\x{:02x}", u32::from(c));
+        } else {
+            out.extend(c.escape_unicode());
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
