@@ -854,8 +854,8 @@ def md_bundle(r, w):
       "deflate and the engine\" is a difference of medians taken minutes apart on a shared machine, "
       "so it carries their noise, and it charges to \"the rest\" whatever deflate costs more inside "
       "the bundle than apart: apart, `redact-scan` seals chunks of a journal that sits in memory; "
-      "inside, each chunk is sealed between pipe reads, redaction and the engine, which evict the "
-      "deflate state (its 128 KiB hash table and 64 KiB window) from the caches. The rest proper is "
+      "inside, each chunk is sealed between pipe reads, redaction and the engine, which can evict the "
+      "deflate state (its 128 KiB hash table and 64 KiB window) from the caches (not measured). The rest proper is "
       "the tar headers, the other members (each a command run or a file read, ~55 of them), the "
       "manifest and process start. A profile is the fairer split: see the notes at the end.")
     w("")
