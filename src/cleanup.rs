@@ -25,9 +25,6 @@ use crate::ledger::{write_atomic, LEDGER_FILE};
 pub const UNIT_NAME: &str = "assisted-boot-reporter.service";
 /// In the state directory while a cleanup is under way.
 pub const CLEANUP_MARKER: &str = "cleanup-started";
-/// Name prefix of the collectors' spill files (`collect::spool`), which exist
-/// under a name only for the instant between their creation and unlinking.
-const SPILL_PREFIX: &str = ".assisted-boot-reporter-spill-";
 
 #[derive(Debug, Clone)]
 pub struct CleanupPlan {
@@ -77,9 +74,6 @@ impl CleanupPlan {
         ] {
             remove_file(&self.state_dir.join(name), &mut report);
         }
-        for path in stale_spill_files(&self.state_dir) {
-            remove_file(&path, &mut report);
-        }
         self.disable_unit(&mut report);
         // Until here a cut-short cleanup is resumed by the next start (the
         // unit restarts a killed reporter while `host-id` exists). After
@@ -118,29 +112,6 @@ impl CleanupPlan {
 /// Whether an earlier cleanup was cut short: the next start finishes it.
 pub fn cleanup_interrupted(state_dir: &Path) -> bool {
     state_dir.join(CLEANUP_MARKER).is_file()
-}
-
-/// Spill files left by a reporter killed between creating and unlinking one:
-/// those of processes no longer running.
-pub fn stale_spill_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let name = entry.file_name();
-            let pid = name
-                .to_str()?
-                .strip_prefix(SPILL_PREFIX)?
-                .split('-')
-                .next()?;
-            let pid: u32 = pid.parse().ok()?;
-            let alive =
-                pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists();
-            (!alive).then(|| entry.path())
-        })
-        .collect()
 }
 
 fn remove_file(path: &Path, report: &mut CleanupReport) {
@@ -214,14 +185,7 @@ mod tests {
         fs::write(state_dir.join(CLEANUP_MARKER), "cleanup started\n").unwrap();
         fs::write(config_dir.join(files::HOST_ID), "x").unwrap();
         fs::write(state_dir.join(LEDGER_FILE), "{}").unwrap();
-        // A spill file of a reporter killed mid-creation (no such PID).
-        let spill = state_dir.join(format!("{SPILL_PREFIX}4194305-00000000deadbeef"));
-        fs::write(&spill, "journal").unwrap();
-        let live = state_dir.join(format!("{SPILL_PREFIX}{}-1", std::process::id()));
-        fs::write(&live, "in use").unwrap();
         assert!(cleanup_interrupted(&state_dir));
-        assert_eq!(stale_spill_files(&state_dir), vec![spill.clone()]);
-        fs::remove_file(&live).unwrap();
 
         let plan = CleanupPlan {
             config_dir: config_dir.clone(),

@@ -8,7 +8,7 @@
 //! marker so the next start finishes it. After every restart: the boot
 //! number each run announces is right. At the end of each boot: the stage
 //! moved only forward to the right value, no temporary file (ledger temp,
-//! cleanup marker temp, spill file) is left, and on the second boot the
+//! cleanup marker temp) is left, and on the second boot the
 //! contract, the state and the unit are all gone.
 //!
 //! Two tests of at least 50 kills each run side by side (≥ 100 kills).
@@ -79,7 +79,6 @@ fn temp_files(dir: &Path) -> Vec<String> {
                     Path::new(n)
                         .extension()
                         .is_some_and(|e| e.eq_ignore_ascii_case("tmp"))
-                        || n.contains("-spill-")
                 })
                 .collect()
         })

@@ -105,10 +105,6 @@ impl Reporter {
         let boot_id = read_boot_id(&config.host_path(BOOT_ID_PATH))?;
         let uptime = read_uptime(std::path::Path::new(UPTIME_PATH)).ok();
 
-        for stale in crate::cleanup::stale_spill_files(&config.state_dir) {
-            // Left by a reporter killed mid-creation; ours are nameless.
-            let _ = std::fs::remove_file(stale);
-        }
         let (mut ledger, warning) = Ledger::load(&config.state_dir)?;
         if let Some(warning) = warning {
             tracing::warn!("{warning}");

@@ -34,10 +34,10 @@ use flate2::{Compress, Compression, Crc, FlushCompress, Status};
 /// fresh dictionary cost nothing measurable, small enough that the open
 /// chunk and a cut are cheap.
 pub const CHUNK_BYTES: usize = 1 << 20;
-/// Chosen by figures (docs/benchmarks.md, sections 2 and 9): with the zlib-rs
-/// backend, 4 still compresses a journal a little better than `gzip -6` (and
-/// ~3 % worse than its own 6) for about three quarters of level 6's CPU,
-/// which keeps a whole bundle under 0.75x the CPU of `gzip -6`. Below 4 the
+/// Chosen by figures (docs/benchmarks.md, sections 2 and 10): with the
+/// zlib-rs backend, 4 still compresses a journal a little better than
+/// `gzip -6` (and ~3 % worse than its own 6) for 0.80-0.85x of level 6's CPU,
+/// which brings a whole bundle near 0.75x the CPU of `gzip -6`. Below 4 the
 /// bytes every host uploads every 10 minutes grow faster than the CPU falls
 /// (3: +9 %, 1: +65 %); above it the CPU grows for a few percent of bytes.
 pub const GZIP_LEVEL: u32 = 4;

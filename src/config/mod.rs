@@ -34,7 +34,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// Bound of the per-host delay of the first and the final bundle
-/// (`agent::HerdSpread`; docs/design.md "No herd" says why a minute).
+/// (`agent::spread::HerdSpread`; docs/design.md "No herd" says why a minute).
 pub const DEFAULT_UPLOAD_SPREAD: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]

@@ -1,66 +1,24 @@
-//! Offline use by a support engineer on the host: `collect -o FILE` writes
-//! the very bundle the agent ships, with no service involved, and `inspect
-//! FILE` prints what matters in a bundle: the manifest as a table, the
-//! records digest, failed units, the bootstrap services' timeline with
-//! durations and failures, and the redaction counts.
-//!
-//! Unlike `run`, these are interactive tools: a runtime failure prints the
-//! error chain and exits 1 (usage errors exit 2, from clap).
+//! `inspect FILE`: what matters in a bundle, read bounded from untrusted
+//! input — the findings first, the manifest as a table, the records digest
+//! and timeline, failed units, redaction counts; or one JSON object.
 
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::bundle::{write_bundle, BundleLimits, BundleMeta, Manifest, MANIFEST_NAME, TOP_DIR};
+use crate::bundle::{Manifest, MANIFEST_NAME, TOP_DIR};
 use crate::bundle_reader;
-use crate::collect::{CollectContext, Status};
-use crate::config::DEFAULT_KUBELET_HEALTHZ_URL;
-use crate::contract;
+use crate::collect::Status;
 use crate::diagnose::{Diagnosis, DIAGNOSIS_NAME};
 use crate::records::{Outcome, Summary};
-use crate::redact::Redactor;
 
-/// Exit code of `collect` and `inspect` when they fail at run time.
-pub const EXIT_TOOL_FAILURE: ExitCode = ExitCode::FAILURE;
-
-/// Flags of `collect`.
-#[derive(Debug, Clone, Args)]
-pub struct CollectArgs {
-    /// Where to write the tar.gz (`-` for stdout).
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: PathBuf,
-
-    /// Sysroot prefix for every host file read.
-    #[arg(long, value_name = "DIR", default_value = "/")]
-    pub root: PathBuf,
-
-    /// Discovery contract directory, read only for the host's IDs and the
-    /// secrets to scrub [default: <root>/etc/assisted-boot-reporter].
-    #[arg(long, value_name = "DIR")]
-    pub config_dir: Option<PathBuf>,
-
-    /// Longest a single collector command may run before it is killed.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
-    pub command_timeout: Duration,
-
-    /// Cap of the bundle's content, e.g. 200MiB.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "200MiB")]
-    pub max_bytes: u64,
-
-    /// Cap of one member, e.g. 64MiB (bigger sources keep their newest part).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
-    pub member_max_bytes: u64,
-
-    /// kubelet's health endpoint, asked once.
-    #[arg(long, value_name = "URL", default_value = DEFAULT_KUBELET_HEALTHZ_URL)]
-    pub kubelet_healthz_url: String,
-}
+use super::args::{parse_size, EXIT_TOOL_FAILURE};
 
 /// Flags of `inspect`.
 #[derive(Debug, Clone, Args)]
@@ -80,45 +38,6 @@ pub struct InspectArgs {
     pub max_uncompressed: u64,
 }
 
-fn parse_duration(value: &str) -> Result<Duration, String> {
-    humantime::parse_duration(value).map_err(|err| format!("{err} (expected e.g. 10m, 90s, 1h)"))
-}
-
-/// `200MiB`, `64M`, `1GiB`, `4096`, `10k`: binary units, case-insensitive.
-pub fn parse_size(value: &str) -> Result<u64, String> {
-    let value = value.trim();
-    let split = value
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(value.len());
-    let (number, unit) = value.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{value:?} is not a size (expected e.g. 200MiB, 64M, 4096)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        _ => return Err(format!("unknown size unit {unit:?} (use KiB, MiB or GiB)")),
-    };
-    number
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("{value:?} is too large"))
-}
-
-/// `collect`: exit 0 with a bundle written, or print the error chain and exit 1.
-pub fn collect_command(args: &CollectArgs) -> ExitCode {
-    // Its report quotes the records digest and paths: redacted like the
-    // bundle (the rules are installed once the secrets are read).
-    match collect(args, &mut crate::redact::log_writer()) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(err) => {
-            let _ = writeln!(crate::redact::log_writer(), "error: {err:#}");
-            EXIT_TOOL_FAILURE
-        }
-    }
-}
-
 /// `inspect`: print the report on stdout, or the error chain and exit 1.
 pub fn inspect_command(args: &InspectArgs) -> ExitCode {
     let stdout = io::stdout();
@@ -131,157 +50,6 @@ pub fn inspect_command(args: &InspectArgs) -> ExitCode {
             EXIT_TOOL_FAILURE
         }
     }
-}
-
-/// Counts what passes through to the output.
-struct Counting<W> {
-    inner: W,
-    bytes: u64,
-}
-
-impl<W: Write> Write for Counting<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// Writes one bundle as `args` say and a one-paragraph account to `log`.
-pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manifest> {
-    anyhow::ensure!(
-        args.member_max_bytes > 0 && args.max_bytes > 0,
-        "size caps must be above zero"
-    );
-    let started = Instant::now();
-    let contract = contract::Dir::at(&args.root, args.config_dir.as_deref());
-    // Unreadable or missing parts of the contract leave a field empty: this
-    // tool must work on a host whose contract is already gone.
-    let contract_value = |name: &str| contract.read(name).ok().flatten();
-    let mut secrets: Vec<String> = Vec::new();
-    let token_sources = [
-        std::env::var(contract::env::TOKEN).ok(),
-        contract_value(contract::files::PULL_SECRET),
-    ];
-    for text in token_sources.into_iter().flatten() {
-        if let Ok(creds) = contract::parse_credentials(&text) {
-            secrets.extend(creds.scrub.iter().map(|s| s.expose().to_owned()));
-        }
-    }
-    let redactor = Redactor::new(secrets);
-    crate::redact::install_for_logs(&redactor);
-    let mut ctx = CollectContext::new(args.root.clone(), args.command_timeout, redactor);
-    ctx.kubelet_healthz_url = Some(args.kubelet_healthz_url.clone());
-    let boot_id = ctx
-        .read_host_file("/proc/sys/kernel/random/boot_id", 64, args.command_timeout)
-        .map(|s| String::from_utf8_lossy(&s).trim().to_owned())
-        .unwrap_or_default();
-    let meta = BundleMeta {
-        agent_version: env!("CARGO_PKG_VERSION").to_owned(),
-        host_id: contract_value(contract::files::HOST_ID).unwrap_or_default(),
-        infra_env_id: contract_value(contract::files::INFRA_ENV_ID).unwrap_or_default(),
-        cluster_id: contract_value(contract::files::CLUSTER_ID),
-        boot_id,
-        // Not known without the agent's ledger; 0 says so.
-        boot_number: 0,
-        service_stage: None,
-        reason: "offline".into(),
-    };
-    let limits = BundleLimits {
-        total_bytes: args.max_bytes,
-        member_bytes: args.member_max_bytes,
-    };
-
-    let to_stdout = args.output.as_os_str() == "-";
-    let (manifest, compressed) = if to_stdout {
-        let out = Counting {
-            inner: BufWriter::new(io::stdout().lock()),
-            bytes: 0,
-        };
-        let (manifest, mut out) = write_bundle(out, &ctx, &meta, &limits)?;
-        out.flush().context("writing to stdout")?;
-        (manifest, out.bytes)
-    } else {
-        // Written beside the target and renamed at the end, so a failed run
-        // never leaves something that looks like a bundle.
-        let partial = partial_path(&args.output);
-        let file =
-            File::create(&partial).with_context(|| format!("creating {}", partial.display()))?;
-        let out = Counting {
-            inner: BufWriter::new(file),
-            bytes: 0,
-        };
-        let result = write_bundle(out, &ctx, &meta, &limits).and_then(|(manifest, out)| {
-            let file = out
-                .inner
-                .into_inner()
-                .map_err(io::IntoInnerError::into_error)
-                .with_context(|| format!("writing {}", partial.display()))?;
-            file.sync_all()
-                .with_context(|| format!("writing {}", partial.display()))?;
-            std::fs::rename(&partial, &args.output).with_context(|| {
-                format!(
-                    "renaming {} to {}",
-                    partial.display(),
-                    args.output.display()
-                )
-            })?;
-            Ok((manifest, out.bytes))
-        });
-        if result.is_err() {
-            let _ = std::fs::remove_file(&partial);
-        }
-        result?
-    };
-
-    let members: usize = manifest
-        .collectors
-        .iter()
-        .flat_map(|c| &c.files)
-        .filter(|f| f.archived)
-        .count();
-    let _ = writeln!(
-        log,
-        "wrote {}: {compressed} bytes compressed, {members} members, {} content bytes, \
-         {} redactions, {} truncated, peak RSS {} KiB, {:.1}s",
-        if to_stdout {
-            "stdout".into()
-        } else {
-            args.output.display().to_string()
-        },
-        manifest.total_bytes,
-        manifest.redactions,
-        manifest.truncated.len(),
-        peak_rss_kib().map_or_else(|| "?".into(), |k| k.to_string()),
-        started.elapsed().as_secs_f64(),
-    );
-    if let Some(digest) = manifest.digest() {
-        let _ = writeln!(log, "records: {digest}");
-    }
-    Ok(manifest)
-}
-
-fn partial_path(output: &Path) -> PathBuf {
-    let mut name = output.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".partial-{}", std::process::id()));
-    output.with_file_name(name)
-}
-
-/// The kernel's high-water mark of this process's resident memory.
-pub fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
 }
 
 /// What `inspect` reads from a bundle: the manifest and a few small members.
@@ -727,17 +495,6 @@ fn render_summary(o: &mut String, summary: &Summary) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_parse_in_binary_units() {
-        assert_eq!(parse_size("200MiB"), Ok(200 << 20));
-        assert_eq!(parse_size("64m"), Ok(64 << 20));
-        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("10 KiB"), Ok(10 << 10));
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("5TB").unwrap_err().contains("unknown size unit"));
-    }
 
     #[test]
     fn human_sizes() {

@@ -1,0 +1,20 @@
+//! Offline use by a support engineer on the host: `collect -o FILE` writes
+//! the very bundle the agent ships, with no service involved
+//! ([`collect`]), and `inspect FILE` prints what matters in a bundle: the
+//! manifest as a table, the records digest, failed units, the bootstrap
+//! services' timeline with durations and failures, and the redaction counts
+//! ([`inspect`]).
+//!
+//! Unlike `run`, these are interactive tools: a runtime failure prints the
+//! error chain and exits 1 (usage errors exit 2, from clap).
+
+pub mod args;
+pub mod collect;
+pub mod inspect;
+
+pub use args::{parse_size, EXIT_TOOL_FAILURE};
+pub use collect::{collect, collect_command, peak_rss_kib, CollectArgs};
+pub use inspect::{
+    inspect, inspect_command, inspect_from, printable, InspectArgs, INSPECT_JSON_VERSION,
+    MAX_MEMBERS,
+};
