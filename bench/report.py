@@ -658,10 +658,10 @@ def md_herd(r, w):
       "and the default `--upload-spread` (1 min). Their PATH is an empty directory so "
       "that collectors find no command to run and a thousand agents fit on two cores; the "
       "scheduling under test is the real code: the stage report at once, the first bundle "
-      "after a per-host share of the spread (`agent::first_bundle_delay`), then the interval "
-      "with ±10 % jitter (`agent::jittered`), and when the budget is spent the final bundle "
+      "after a per-host share of the spread (`agent::spread::first_bundle_delay`), then the interval "
+      "with ±10 % jitter (`agent::spread::jittered`), and when the budget is spent the final bundle "
       "after another per-host share, within half the final grace "
-      f"(here {h['grace_s']:.0f} s, `agent::final_bundle_delay`). The budget is "
+      f"(here {h['grace_s']:.0f} s, `agent::spread::final_bundle_delay`). The budget is "
       f"{h['timeout_s']:.0f} s, not 1 h, to see the final bundle in minutes; it is long enough "
       "that half its grace is not below the spread, as with 1 h. Upload start = the mock's "
       "request journal time of each `POST …/logs`, relative to the release; the final upload "
@@ -709,7 +709,7 @@ def md_herd(r, w):
     sim = h["sim_600"]
     w("From the second cycle on, at the real interval (10 min) the jitter alone, simulated for "
       "1,000 hosts (`interval × (0.9 + 0.2 U)`, U uniform; a faithful simulation of "
-      "`agent::jittered`, not the binary), spreads a round over 120 s:")
+      "`agent::spread::jittered`, not the binary), spreads a round over 120 s:")
     w("")
     w("```")
     w(hist(sim, 540, 660, 12))
