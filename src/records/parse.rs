@@ -313,24 +313,8 @@ fn parse_array(data: &[u8], base: usize, push: &mut impl FnMut(Value)) -> Option
                     push(Value::Null);
                     continue;
                 }
-                Some(Err(err)) if err.is_eof() => {
-                    return Some(format!(
-                        "truncated JSON: an entry at byte {} is cut off",
-                        base + at
-                    ));
-                }
-                Some(Err(err)) => {
-                    return Some(format!(
-                        "invalid JSON in the entry at byte {}: {err}",
-                        base + at
-                    ));
-                }
-                None => {
-                    return Some(format!(
-                        "truncated JSON: the array ends at byte {} without `]`",
-                        base + at
-                    ));
-                }
+                Some(Err(err)) => return Some(entry_problem(Some(&err), base + at)),
+                None => return Some(entry_problem(None, base + at)),
             }
         }
         let mut stream = serde_json::Deserializer::from_slice(&data[at..]).into_iter::<Value>();
@@ -339,24 +323,8 @@ fn parse_array(data: &[u8], base: usize, push: &mut impl FnMut(Value)) -> Option
                 at += stream.byte_offset();
                 push(value);
             }
-            Some(Err(err)) if err.is_eof() => {
-                return Some(format!(
-                    "truncated JSON: an entry at byte {} is cut off",
-                    base + at
-                ));
-            }
-            Some(Err(err)) => {
-                return Some(format!(
-                    "invalid JSON in the entry at byte {}: {err}",
-                    base + at
-                ));
-            }
-            None => {
-                return Some(format!(
-                    "truncated JSON: the array ends at byte {} without `]`",
-                    base + at
-                ));
-            }
+            Some(Err(err)) => return Some(entry_problem(Some(&err), base + at)),
+            None => return Some(entry_problem(None, base + at)),
         }
     }
 }
@@ -533,6 +501,18 @@ pub fn service_from_entries(service: &str, file: &str, entries: &[Entry]) -> Ser
         runs,
         failures,
         entries: entries.len(),
+    }
+}
+
+/// Why reading an entry at byte `offset` stopped: cut off, invalid, or the
+/// array's end missing (`None`: no entry and no `]`).
+fn entry_problem(err: Option<&serde_json::Error>, offset: usize) -> String {
+    match err {
+        Some(err) if err.is_eof() => {
+            format!("truncated JSON: an entry at byte {offset} is cut off")
+        }
+        Some(err) => format!("invalid JSON in the entry at byte {offset}: {err}"),
+        None => format!("truncated JSON: the array ends at byte {offset} without `]`"),
     }
 }
 
