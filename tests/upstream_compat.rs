@@ -968,6 +968,11 @@ async fn integration_document_and_mock_rules_agree() {
 
 /// The `mock-assisted-service` binary of this build, built if needed (it is
 /// another package's binary, so Cargo does not hand its path to this test).
+/// Built for the whole workspace, not `-p mock-assisted-service`: that
+/// resolves the features `cargo test --workspace` resolves
+/// (workspace-hack/Cargo.toml), so under the README's test command the
+/// binary is already there; `-p` compiled tokio, serde, hyper and axum a
+/// second time (about 110 s on two cores).
 fn mock_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
     // target/<profile>/deps/<test> -> target/<profile>
@@ -982,8 +987,7 @@ fn mock_binary() -> PathBuf {
         .args([
             "build",
             "--quiet",
-            "-p",
-            "mock-assisted-service",
+            "--workspace",
             "--bin",
             "mock-assisted-service",
         ])
