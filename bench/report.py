@@ -728,9 +728,9 @@ def md_records(r, w):
     w("## 8. Records summary: 16 MiB of any shape")
     w("")
     w("`bench/tools` `records-summary`: each record file is built in memory at the parse "
-      "limit (16 MiB, what the agent reads of one file) and summarized as the records "
-      "collector does (parse, timeline, digest, `records/summary.json` serialized). CPU is "
-      "the thread's own (`/proc/thread-self/schedstat`), best of 3. The goal: under a "
+      "limit (16 MiB, what the agent reads of one file; 2 MiB in the quick run) and summarized "
+      "as the records collector does (parse, timeline, digest, `records/summary.json` serialized). "
+      "CPU is the thread's own (`/proc/thread-self/schedstat`), best of 3 (1 in the quick run). The goal: under a "
       "second of CPU whatever the shape (issue 12; 80,000 `stage end`s took 82 s before "
       "the parse became linear).")
     w("")
@@ -746,7 +746,7 @@ def md_cycles(r, w):
     c = r["cycles"]
     w("## 9. Cycles: each journal byte once per run")
     w("")
-    w("One `run` of the release agent against the mock, bundles every 3 s, this boot's journal a "
+    w(f"One `run` of the release agent against the mock, bundles every {c.get('interval_s', 3)} s, this boot's journal a "
       "generated one (bench/tools journal-gen) of the size below that grows by "
       f"{b(c['growth_bytes'])} after each upload (the bench appends between bundles). Per bundle: "
       "the agent's own CPU (utime+stime of its threads from /proc; the fake journalctl's time is "

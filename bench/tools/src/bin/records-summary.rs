@@ -5,12 +5,24 @@
 //! the agent reads of a record file) and summarized as the records
 //! collector does: parse, build the timeline, digest, and serialize
 //! `records/summary.json`. CPU time is the thread's own (schedstat), best
-//! of three runs; one line of JSON per shape on stdout.
+//! of three runs; one line of JSON per shape on stdout. `bench/run --quick`
+//! (CI's smoke run, a debug build) passes a smaller `--bytes` and one run.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use assisted_boot_reporter::records::{Summary, PARSE_LIMIT};
+use clap::Parser;
+
+#[derive(Parser)]
+struct Args {
+    /// Size of each record file, at most the parse limit [default: the parse limit].
+    #[arg(long)]
+    bytes: Option<u64>,
+    /// Runs per shape; the best is reported.
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
+}
 
 /// Nanoseconds this thread spent on a CPU.
 fn thread_cpu() -> Duration {
@@ -23,9 +35,8 @@ fn thread_cpu() -> Duration {
     Duration::from_nanos(ns)
 }
 
-/// Repeats `item(i)` (comma-separated) inside `[ ]` up to the limit.
-fn array_of(item: impl Fn(usize) -> String) -> Vec<u8> {
-    let limit = usize::try_from(PARSE_LIMIT).expect("fits");
+/// Repeats `item(i)` (comma-separated) inside `[ ]` up to `limit` bytes.
+fn array_of(limit: usize, item: impl Fn(usize) -> String) -> Vec<u8> {
     let mut out = String::from("[");
     let mut i = 0;
     loop {
@@ -43,8 +54,7 @@ fn array_of(item: impl Fn(usize) -> String) -> Vec<u8> {
     out.into_bytes()
 }
 
-fn shapes() -> Vec<(&'static str, Vec<u8>)> {
-    let limit = usize::try_from(PARSE_LIMIT).expect("fits");
+fn shapes(limit: usize) -> Vec<(&'static str, Vec<u8>)> {
     let mut rng = fastrand::Rng::with_seed(12);
     let mut nested = "[".repeat(limit / 2);
     nested.push_str(&"]".repeat(limit / 2));
@@ -58,7 +68,7 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         (
             "stage ends, distinct names, no starts",
-            array_of(|i| {
+            array_of(limit, |i| {
                 format!(
                     "{{\"timestamp\":\"2025-02-03T10:00:01Z\",\"phase\":\"stage end\",\"stage\":\"s{i}\",\"result\":\"success\"}}"
                 )
@@ -66,33 +76,42 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "stage ends, one name",
-            array_of(|_| {
+            array_of(limit, |_| {
                 "{\"phase\":\"stage end\",\"stage\":\"same\",\"result\":\"failure\"}".into()
             }),
         ),
         (
             "stage starts, never ended",
-            array_of(|i| format!("{{\"phase\":\"stage start\",\"stage\":\"s{i}\"}}")),
+            array_of(limit, |i| {
+                format!("{{\"phase\":\"stage start\",\"stage\":\"s{i}\"}}")
+            }),
         ),
         (
             "service starts (restart loop)",
-            array_of(|_| "{\"phase\":\"service start\"}".into()),
+            array_of(limit, |_| "{\"phase\":\"service start\"}".into()),
         ),
-        ("empty objects", array_of(|_| "{}".into())),
-        ("numbers", array_of(|i| (i % 10).to_string())),
-        ("one 16 MiB string", giant.into_bytes()),
+        ("empty objects", array_of(limit, |_| "{}".into())),
+        ("numbers", array_of(limit, |i| (i % 10).to_string())),
+        ("one string as long as the file", giant.into_bytes()),
         ("nested arrays", nested.into_bytes()),
         ("entry stream, no array", stream.into_bytes()),
         ("random bytes", (0..limit).map(|_| rng.u8(..)).collect()),
     ]
 }
 
-fn main() {
-    for (shape, data) in shapes() {
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let bytes = args.bytes.unwrap_or(PARSE_LIMIT);
+    anyhow::ensure!(
+        (1024..=PARSE_LIMIT).contains(&bytes),
+        "--bytes must be between 1024 and the parse limit ({PARSE_LIMIT})"
+    );
+    anyhow::ensure!(args.runs > 0, "--runs must be at least 1");
+    for (shape, data) in shapes(usize::try_from(bytes)?) {
         let mut best = Duration::MAX;
         let mut summary_bytes = 0;
         let mut entries = 0;
-        for _ in 0..3 {
+        for _ in 0..args.runs {
             let started = thread_cpu();
             let mut summary = Summary::default();
             summary.add_file("bootkube.json", &data);
@@ -113,4 +132,5 @@ fn main() {
             })
         );
     }
+    Ok(())
 }
