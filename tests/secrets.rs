@@ -29,6 +29,11 @@ struct Seen {
     /// Open regular files read through `/proc/<pid>/fd`.
     open_files: HashSet<String>,
     open_file_bytes: u64,
+    /// Commands the agent ran, each leaving its environment and arguments
+    /// in FAKE_EXEC_LOG_DIR (tests/fixtures/bin): every one, however short
+    /// its life, where the /proc samples above may miss some on a busy
+    /// machine.
+    commands_logged: BTreeMap<String, usize>,
     bundles: usize,
     bundle_bytes: u64,
     /// Where a secret was found: empty when all is well.
@@ -53,6 +58,16 @@ fn gunzip(data: &[u8]) -> Option<Vec<u8>> {
         .ok()?;
     Some(out)
 }
+
+/// The fake journalctl's knob carries the token on purpose (it is the
+/// journal line redaction must catch): the test put it in the environment,
+/// not the agent.
+const PLANTED_BY_THE_TEST: &[u8] = b"FAKE_JOURNAL_EXTRA=";
+
+/// Where the fixture commands leave their environment and arguments
+/// (FAKE_EXEC_LOG_DIR): the test's own instrument, not something the agent
+/// writes, so the open-file scan passes it by.
+const EXEC_LOG_PREFIX: &str = "exec-log-";
 
 /// Parent of every process, from `/proc/<pid>/stat`.
 fn parents() -> HashMap<u32, u32> {
@@ -135,12 +150,9 @@ fn inspect_processes(
             pid == root || std::fs::read_link(dir.join("exe")).is_ok_and(|exe| exe == agent_bin());
         if !is_agent || check_agent_environ {
             if let Ok(environ) = std::fs::read(dir.join("environ")) {
-                // The fake journalctl's knob carries the token on purpose
-                // (it is the journal line redaction must catch): the test
-                // put it there, not the agent.
                 for var in environ
                     .split(|b| *b == 0)
-                    .filter(|v| !v.starts_with(b"FAKE_JOURNAL_EXTRA="))
+                    .filter(|v| !v.starts_with(PLANTED_BY_THE_TEST))
                 {
                     scan(
                         &format!(
@@ -172,6 +184,7 @@ fn inspect_processes(
                 || target.starts_with("/dev/")
                 || target.starts_with("/proc/")
                 || (target.contains("/abr-e2e-") && target.contains("/root/"))
+                || target.contains(&format!("/{EXEC_LOG_PREFIX}"))
             {
                 continue;
             }
@@ -215,14 +228,18 @@ fn inspect_bundle(
     }) else {
         return;
     };
-    let Some(raw) = raw else {
-        return;
-    };
+    if let Some(raw) = raw {
+        scan_bundle(&raw, secrets, seen);
+    }
+}
+
+/// Scans one stored bundle: raw, decompressed, and each member decompressed.
+fn scan_bundle(raw: &[u8], secrets: &[(&'static str, String)], seen: &mut Seen) {
     seen.bundles += 1;
     seen.bundle_bytes += raw.len() as u64;
     let what = format!("bundle #{}", seen.bundles);
-    scan(&what, &raw, secrets, &mut seen.hits);
-    let whole = gunzip(&raw).unwrap_or_default();
+    scan(&what, raw, secrets, &mut seen.hits);
+    let whole = gunzip(raw).unwrap_or_default();
     scan(
         &format!("{what}, decompressed"),
         &whole,
@@ -340,32 +357,96 @@ async fn watched_run_until(
         .join(CLUSTER_ID)
         .join(HOST_ID)
         .join("host_boot.tar.gz");
-    let running = sc.spawn_agent(label, opts);
+    let exec_log = tempfile::Builder::new()
+        .prefix(EXEC_LOG_PREFIX)
+        .tempdir_in(sc.tmp.path())
+        .expect("exec log dir");
+    let mut opts = opts.clone();
+    opts.env.push((
+        "FAKE_EXEC_LOG_DIR".to_owned(),
+        exec_log.path().to_string_lossy().into_owned(),
+    ));
+    let running = sc.spawn_agent(label, &opts);
     let pid = running.pid().expect("agent pid");
     let watch = Watch::start(pid, bundle.clone(), secrets.to_vec(), check_agent_environ);
-    if let Some(uploads) = stop_after_uploads {
+    let kept = stop_after_uploads.map(|uploads| {
         // SIGTERM once the mock stored `uploads` bundles (each upload is
         // renamed into place: a new inode), or after a bound that only a
         // hung agent reaches: a count, not a wall-clock guess, so a loaded
-        // machine cannot make the run end before its second bundle.
+        // machine cannot make the run end before its second bundle. Each
+        // new bundle is read here as it is seen, so all of them are
+        // scanned even when the watch thread, busy, sees only the last.
         let stored = bundle.clone();
         tokio::spawn(async move {
             use std::os::unix::fs::MetadataExt as _;
             let until = std::time::Instant::now() + Duration::from_secs(180);
-            let mut inodes = std::collections::HashSet::new();
-            while inodes.len() < uploads && std::time::Instant::now() < until {
-                if let Ok(meta) = std::fs::metadata(&stored) {
-                    inodes.insert(meta.ino());
+            let mut kept: HashMap<u64, Vec<u8>> = HashMap::new();
+            while kept.len() < uploads && std::time::Instant::now() < until {
+                // Read through the opened file: its inode's bytes, even if
+                // the next upload replaces the path meanwhile.
+                if let Ok(mut file) = std::fs::File::open(&stored) {
+                    if let Ok(meta) = file.metadata() {
+                        if let std::collections::hash_map::Entry::Vacant(slot) =
+                            kept.entry(meta.ino())
+                        {
+                            let mut data = Vec::new();
+                            if file.read_to_end(&mut data).is_ok() {
+                                slot.insert(data);
+                            }
+                        }
+                    }
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             let _ = std::process::Command::new("kill")
                 .args(["-TERM", &pid.to_string()])
                 .status();
-        });
-    }
+            kept.into_values().collect::<Vec<_>>()
+        })
+    });
     let run = sc.wait_agent(running).await;
     let mut seen = watch.finish();
+    if let Some(kept) = kept {
+        let kept = kept.await.expect("bundle keeper");
+        // The watch's figures are a sample; these are every bundle stored.
+        let sampled = (seen.bundles, seen.bundle_bytes);
+        (seen.bundles, seen.bundle_bytes) = (0, 0);
+        for raw in &kept {
+            scan_bundle(raw, secrets, &mut seen);
+        }
+        if sampled.0 > seen.bundles {
+            (seen.bundles, seen.bundle_bytes) = sampled;
+        }
+    }
+    for file in all_files(exec_log.path()) {
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        // One NUL-separated entry at a time, so a hit names the variable
+        // or the argument.
+        for entry in bytes
+            .split(|&b| b == 0)
+            .filter(|e| !e.starts_with(PLANTED_BY_THE_TEST))
+        {
+            let shown = String::from_utf8_lossy(entry);
+            let key = shown.split_once('=').map_or(&*shown, |(k, _)| k);
+            scan(
+                &format!("command {name} (FAKE_EXEC_LOG_DIR), entry {key:.60}"),
+                entry,
+                secrets,
+                &mut seen.hits,
+            );
+        }
+        if let Some(program) = name
+            .strip_suffix(".args")
+            .and_then(|n| n.split_once('.'))
+            .map(|(_, program)| program.to_owned())
+        {
+            *seen.commands_logged.entry(program).or_default() += 1;
+        }
+    }
     for (stream, bytes) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
         scan(
             &format!("the agent's {stream} ({label})"),
@@ -379,10 +460,11 @@ async fn watched_run_until(
 
 fn report(label: &str, seen: &Seen, run: &AgentRun) {
     eprintln!(
-        "SECRETS | {label} | {} log bytes at trace | {} processes ({:?}) | {} open files read ({} bytes): {:?} | {} bundles ({} bytes) | hits: {}",
+        "SECRETS | {label} | {} log bytes at trace | {} processes sampled ({:?}) | commands logged {:?} | {} open files read ({} bytes): {:?} | {} bundles ({} bytes) | hits: {}",
         run.stderr.len() + run.stdout.len(),
         seen.processes.len(),
         seen.commands,
+        seen.commands_logged,
         seen.open_files.len(),
         seen.open_file_bytes,
         seen.open_files,
@@ -512,7 +594,10 @@ async fn no_secret_in_anything_the_agent_emits_over_both_boots() {
     .await;
     run.assert_code(0);
     assert!(run.stderr_text().contains("TRACE"), "not at trace level");
-    assert!(seen.processes.len() > 3, "no child command seen: {seen:?}");
+    assert!(
+        seen.commands_logged.values().sum::<usize>() > 3,
+        "no child command seen: {seen:?}"
+    );
     assert!(seen.bundles >= 2, "bundles seen: {}", seen.bundles);
     report("first boot (pull secret file)", &seen, &run);
 
@@ -596,7 +681,10 @@ async fn token_from_the_environment_is_not_passed_on_to_commands() {
         .push(("NO_PROXY".to_owned(), "127.0.0.0/8".to_owned()));
     let (seen, run) = watched_run(&sc, "token in env, trace", &opts, &secrets, false).await;
     run.assert_code(0);
-    assert!(seen.processes.len() > 3, "no child command seen: {seen:?}");
+    assert!(
+        seen.commands_logged.values().sum::<usize>() > 3,
+        "no child command seen: {seen:?}"
+    );
     let state = admin_state(&base).await;
     assert_eq!(host_of(&state, HOST_ID)["current_stage"], LOCAL_IGNITION);
     report(
