@@ -69,6 +69,25 @@ const PLANTED_BY_THE_TEST: &[u8] = b"FAKE_JOURNAL_EXTRA=";
 /// writes, so the open-file scan passes it by.
 const EXEC_LOG_PREFIX: &str = "exec-log-";
 
+/// Scans a NUL-separated block (an environment, an argument list) one
+/// entry at a time, so a hit names the variable or the argument; the
+/// variable the test plants on purpose is passed by.
+fn scan_entries(
+    what: &str,
+    block: &[u8],
+    secrets: &[(&'static str, String)],
+    hits: &mut Vec<String>,
+) {
+    for entry in block
+        .split(|&b| b == 0)
+        .filter(|e| !e.starts_with(PLANTED_BY_THE_TEST))
+    {
+        let shown = String::from_utf8_lossy(entry);
+        let key = shown.split_once('=').map_or(&*shown, |(k, _)| k);
+        scan(&format!("{what}: {key:.60}"), entry, secrets, hits);
+    }
+}
+
 /// Parent of every process, from `/proc/<pid>/stat`.
 fn parents() -> HashMap<u32, u32> {
     let mut map = HashMap::new();
@@ -150,22 +169,12 @@ fn inspect_processes(
             pid == root || std::fs::read_link(dir.join("exe")).is_ok_and(|exe| exe == agent_bin());
         if !is_agent || check_agent_environ {
             if let Ok(environ) = std::fs::read(dir.join("environ")) {
-                for var in environ
-                    .split(|b| *b == 0)
-                    .filter(|v| !v.starts_with(PLANTED_BY_THE_TEST))
-                {
-                    scan(
-                        &format!(
-                            "/proc/{pid}/environ ({shown}): {}",
-                            String::from_utf8_lossy(
-                                var.split(|b| *b == b'=').next().unwrap_or_default()
-                            )
-                        ),
-                        var,
-                        secrets,
-                        &mut seen.hits,
-                    );
-                }
+                scan_entries(
+                    &format!("/proc/{pid}/environ ({shown})"),
+                    &environ,
+                    secrets,
+                    &mut seen.hits,
+                );
             }
         }
         let Ok(fds) = std::fs::read_dir(dir.join("fd")) else {
@@ -424,21 +433,12 @@ async fn watched_run_until(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let bytes = std::fs::read(&file).unwrap_or_default();
-        // One NUL-separated entry at a time, so a hit names the variable
-        // or the argument.
-        for entry in bytes
-            .split(|&b| b == 0)
-            .filter(|e| !e.starts_with(PLANTED_BY_THE_TEST))
-        {
-            let shown = String::from_utf8_lossy(entry);
-            let key = shown.split_once('=').map_or(&*shown, |(k, _)| k);
-            scan(
-                &format!("command {name} (FAKE_EXEC_LOG_DIR), entry {key:.60}"),
-                entry,
-                secrets,
-                &mut seen.hits,
-            );
-        }
+        scan_entries(
+            &format!("command {name} (FAKE_EXEC_LOG_DIR)"),
+            &bytes,
+            secrets,
+            &mut seen.hits,
+        );
         if let Some(program) = name
             .strip_suffix(".args")
             .and_then(|n| n.split_once('.'))
