@@ -5,65 +5,41 @@
 //! needs its anchor here (`tests.rs` checks the finder against the
 //! automaton).
 
-use std::sync::OnceLock;
+use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::AhoCorasick;
 
+use super::rules::{Dispatch, RULES, UNIT_EVENT_ANCHORS, UNIT_EVENT_BIT};
+
 /// Byte strings at least one of which every rule needs; lines without any
-/// are not looked at further. Case-sensitive: these are fixed texts of the
-/// programs that print them.
-pub const ANCHORS: &[&str] = &[
-    "lookup ",
-    "resolve host",
-    "name resolution",
-    "Name or service not known",
-    "proxyconnect",
-    "Proxy Authentication",
-    "from proxy",
-    ":6443",
-    ":22623",
-    "GET result: OK",
-    "Unable to connect to the server",
-    "Successfully registered node",
-    "Link is ",
-    "link disconnected",
-    "link connected",
-    "network is unreachable",
-    "no route to host",
-    "x509",
-    "certificate is not trusted",
-    "local issuer certificate",
-    "signed certificate in certificate chain",
-    "System clock wrong",
-    "of NTP time",
-    "Can't synchronise",
-    "unauthorized",
-    "Unauthorized",
-    "resource is denied",
-    "invalid username/password",
-    "Mirrors also failed",
-    "registries.conf",
-    "manifest unknown",
-    "exec format error",
-    "does not match",
-    "no image found in manifest list",
-    "no space left on device",
-    "fdatasync",
-    "took too long",
-    "slow disk",
-    "sync duration of",
-    "layer not known",
-    "image not known",
-    "overlay mount",
-    "storage corruption",
-    "storage/overlay",
-    "not signed",
-    "Pending",
-    "avc:  denied",
-    ".service: Failed with result",
-    ".service: Deactivated successfully",
-    ".service: Succeeded",
-];
+/// are not looked at further: the union of the rules' own anchors
+/// (`rules::RULES`) and the unit events', each once, with the rules that
+/// need it.
+pub static ANCHORS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| anchor_table().iter().map(|(a, _)| *a).collect());
+
+/// Each anchor with the rules it dispatches to.
+fn anchor_table() -> &'static [(&'static str, Dispatch)] {
+    static TABLE: OnceLock<Vec<(&'static str, Dispatch)>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table: Vec<(&'static str, Dispatch)> = Vec::new();
+        let mut add = |anchor: &'static str, bit: Dispatch| {
+            match table.iter_mut().find(|(a, _)| *a == anchor) {
+                Some((_, bits)) => *bits |= bit,
+                None => table.push((anchor, bit)),
+            }
+        };
+        for (i, rule) in RULES.iter().enumerate() {
+            for anchor in rule.anchors {
+                add(anchor, 1 << i);
+            }
+        }
+        for anchor in UNIT_EVENT_ANCHORS {
+            add(anchor, UNIT_EVENT_BIT);
+        }
+        table
+    })
+}
 
 pub(super) fn anchors() -> &'static AhoCorasick {
     static ANCHORS_AC: OnceLock<AhoCorasick> = OnceLock::new();
@@ -72,7 +48,7 @@ pub(super) fn anchors() -> &'static AhoCorasick {
     ANCHORS_AC.get_or_init(|| {
         aho_corasick::AhoCorasickBuilder::new()
             .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
-            .build(ANCHORS)
+            .build(anchor_table().iter().map(|(a, _)| a))
             .expect("fixed patterns build")
     })
 }
@@ -86,8 +62,9 @@ pub(super) fn anchors() -> &'static AhoCorasick {
 /// anchors it was taken from.
 pub(super) struct AnchorFinder {
     searcher: Option<aho_corasick::packed::Searcher>,
-    /// For each needle (pattern id): the anchors holding it and where.
-    owners: Vec<Vec<(&'static [u8], usize)>>,
+    /// For each needle (pattern id): the anchors holding it, where, and the
+    /// rules each dispatches to.
+    owners: Vec<Vec<(&'static [u8], usize, Dispatch)>>,
 }
 
 const NEEDLE: usize = 4;
@@ -110,8 +87,8 @@ impl AnchorFinder {
         static FINDER: OnceLock<AnchorFinder> = OnceLock::new();
         FINDER.get_or_init(|| {
             let mut needles: Vec<&'static [u8]> = Vec::new();
-            let mut owners: Vec<Vec<(&'static [u8], usize)>> = Vec::new();
-            for anchor in ANCHORS {
+            let mut owners: Vec<Vec<(&'static [u8], usize, Dispatch)>> = Vec::new();
+            for &(anchor, dispatch) in anchor_table() {
                 let anchor = anchor.as_bytes();
                 let at = (0..=anchor.len() - NEEDLE)
                     .min_by_key(|&i| {
@@ -123,10 +100,10 @@ impl AnchorFinder {
                     .expect("anchors are at least a needle long");
                 let needle = &anchor[at..at + NEEDLE];
                 if let Some(id) = needles.iter().position(|n| *n == needle) {
-                    owners[id].push((anchor, at));
+                    owners[id].push((anchor, at, dispatch));
                 } else {
                     needles.push(needle);
-                    owners.push(vec![(anchor, at)]);
+                    owners.push(vec![(anchor, at, dispatch)]);
                 }
             }
             let searcher = aho_corasick::packed::Config::new()
@@ -139,11 +116,17 @@ impl AnchorFinder {
     }
 
     /// Start of the first anchor in `block[from..]`.
-    pub(super) fn find(&self, block: &[u8], mut from: usize) -> Option<usize> {
+    pub(super) fn find(&self, block: &[u8], from: usize) -> Option<usize> {
+        self.find_with(block, from).map(|(at, _)| at)
+    }
+
+    /// Start of the first anchor in `block[from..]`, and its rules.
+    pub(super) fn find_with(&self, block: &[u8], start_at: usize) -> Option<(usize, Dispatch)> {
+        let mut from = start_at;
         let Some(searcher) = &self.searcher else {
             // No Teddy on this CPU: the automaton.
-            let m = anchors().find(aho_corasick::Input::new(block).span(from..block.len()))?;
-            return Some(m.start());
+            let m = anchors().find(aho_corasick::Input::new(block).span(start_at..block.len()))?;
+            return Some((m.start(), anchor_table()[m.pattern().as_usize()].1));
         };
         loop {
             let m = searcher.find_in(
@@ -154,14 +137,33 @@ impl AnchorFinder {
                 },
             )?;
             let at = m.start();
-            for &(anchor, offset) in &self.owners[m.pattern().as_usize()] {
-                if at >= offset && block[at - offset..].starts_with(anchor) {
-                    return Some(at - offset);
+            let mut found: Option<(usize, Dispatch)> = None;
+            for &(anchor, offset, dispatch) in &self.owners[m.pattern().as_usize()] {
+                if at >= offset + start_at && block[at - offset..].starts_with(anchor) {
+                    let start = at - offset;
+                    found = match found {
+                        Some((s, d)) if s == start => Some((s, d | dispatch)),
+                        Some((s, d)) if s < start => Some((s, d)),
+                        _ => Some((start, dispatch)),
+                    };
                 }
+            }
+            if found.is_some() {
+                return found;
             }
             // Needles are all NEEDLE bytes long and distinct: the next one
             // may start at the next byte.
             from = at + 1;
         }
+    }
+
+    /// The rules of every anchor in `text[from..]` (one line: a few needles).
+    pub(super) fn dispatch(&self, text: &[u8], mut from: usize) -> Dispatch {
+        let mut bits = 0;
+        while let Some((at, dispatch)) = self.find_with(text, from) {
+            bits |= dispatch;
+            from = at + 1;
+        }
+        bits
     }
 }

@@ -27,7 +27,8 @@
 //! - `rules.rs`: the rules in precedence order, [`classify`];
 //! - `net.rs`, `tls.rs`, `registry.rs`, `storage.rs`, `node.rs`: one family
 //!   of rules each;
-//! - `line.rs`: a journal line taken apart; `signal.rs`: the vocabulary.
+//! - `normalise.rs`: a line of any shape taken apart ([`parse_line`]);
+//! - `line.rs`: the text helpers of the rules; `signal.rs`: the vocabulary.
 //!
 //! This file is the interface: it declares and re-exports, and holds the
 //! small helpers the agent, `inspect` and the fuzz targets call.
@@ -35,11 +36,16 @@
 mod anchors;
 mod engine;
 mod finding;
+mod host;
 mod line;
+mod machine;
 mod net;
+mod netconf;
+mod normalise;
 mod node;
 mod registry;
 mod rules;
+mod runtime;
 mod scanner;
 mod signal;
 mod storage;
@@ -48,8 +54,8 @@ mod tls;
 pub use anchors::ANCHORS;
 pub use engine::{Engine, MAX_EVIDENCE_PER_FINDING, MAX_FINDINGS};
 pub use finding::{Consequence, Diagnosis, Evidence, Finding, FORMAT_VERSION, HEADLINE_MAX_CHARS};
-pub use line::{parse as parse_line, Parts};
-pub use rules::classify;
+pub use normalise::{parse as parse_line, Parts, Shape, Stamp};
+pub use rules::{classify, classify_every_rule};
 pub use scanner::{
     Placement, Scanner, EVIDENCE_PER_KEY, MAX_EVIDENCE_CHARS, MAX_KEYS_PER_MEMBER, MAX_LINE,
 };
@@ -89,5 +95,7 @@ pub fn whole(scanner: &Scanner) -> Placement {
     }
 }
 
+#[cfg(test)]
+mod corpus;
 #[cfg(test)]
 mod tests;

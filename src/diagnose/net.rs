@@ -248,6 +248,27 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
+    // NetworkManager giving up on a connection: no carrier, no DHCP lease.
+    for (what, why) in [
+        ("reason 'carrier-changed'", "no carrier"),
+        ("reason 'ip-config-unavailable'", "no address: DHCP got no lease"),
+        ("Activation: failed for connection", "activation failed"),
+        ("request timed out", "DHCP got no lease"),
+        ("no-carrier", "no carrier"),
+    ] {
+        if msg.contains(what) && (what != "request timed out" || msg.contains("dhcp")) {
+            if what.starts_with("reason") && !msg.contains("-> unavailable") && !msg.contains("-> failed") && !msg.contains("-> disconnected") {
+                continue;
+            }
+            let dev = device().filter(|d| !d.is_empty()).unwrap_or("an interface");
+            return Some(Signal::new(
+                Category::NetworkLink,
+                dev,
+                format!("{dev}: {why} ({what})"),
+                Nature::Transient,
+            ));
+        }
+    }
     for err in ["network is unreachable", "no route to host"] {
         if msg.contains(err) {
             let target = after(msg, "dial tcp ")

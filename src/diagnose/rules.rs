@@ -1,31 +1,392 @@
-//! The rules of every family in precedence order, and [`classify`]: the one
-//! question the scanner and the engine ask of a message.
+//! The rules of every family in precedence order, each with the anchors it
+//! needs, and [`classify`]: the one question the scanner and the engine ask
+//! of a message. A line is put only to the rules whose anchors it holds
+//! (`Dispatch`), so a rule's cost is paid only where it can match.
 
+use super::anchors::AnchorFinder;
 use super::signal::Signal;
-use super::{net, node, registry, storage, tls};
+use super::{host, machine, net, netconf, node, registry, runtime, storage, tls};
+
+/// One rule: its check, and the fixed texts of which every message it
+/// matches holds at least one (case-sensitive: the programs' own words).
+pub(super) struct Rule {
+    pub(super) name: &'static str,
+    pub(super) check: fn(&str) -> Option<Signal>,
+    pub(super) anchors: &'static [&'static str],
+}
+
+/// Anchors of systemd's unit events (`node::unit_event`): not a rule of
+/// their own, read before the rules.
+pub(super) const UNIT_EVENT_ANCHORS: &[&str] = &[
+    ".service: Failed with result",
+    ".service: Deactivated successfully",
+    ".service: Succeeded",
+];
 
 /// Rules in precedence order: a line that matches several is the first's
 /// (a lookup failing through a mirror is a mirror problem; an expired
 /// certificate is a clock problem before it is a trust problem).
-const RULES: &[fn(&str) -> Option<Signal>] = &[
-    registry::mirror,
-    tls::clock,
-    tls::trust,
-    net::proxy,
-    net::dns,
-    registry::auth,
-    storage::full,
-    storage::crio_storage,
-    storage::etcd,
-    net::mcs,
-    net::api,
-    net::link,
-    registry::release,
-    node::csr,
-    node::selinux,
+pub(super) const RULES: &[Rule] = &[
+    Rule {
+        name: "registry::mirror",
+        check: registry::mirror,
+        anchors: &["Mirrors also failed", "registries.conf", "manifest unknown"],
+    },
+    Rule {
+        name: "tls::clock",
+        check: tls::clock,
+        anchors: &[
+            "certificate has expired",
+            "System clock wrong",
+            "of NTP time",
+            "Can't synchronise",
+            "high clock drift",
+            "clock difference against peer",
+        ],
+    },
+    Rule {
+        name: "tls::expired",
+        check: tls::expired,
+        anchors: &[
+            "certificate has expired",
+            "expired certificate",
+            "certificate expired",
+            "crypto/rsa: verification error",
+        ],
+    },
+    Rule {
+        name: "host::ip_changed",
+        check: host::ip_changed,
+        anchors: &[
+            "cannot assign requested address",
+            "initial-advertise-peer-urls",
+            "to match --initial-cluster",
+            "member count is unequal",
+            "cluster ID mismatch",
+            "not a member of the etcd cluster",
+            "already been bootstrapped",
+            "does not match local member",
+            "certificate is valid for",
+        ],
+    },
+    Rule {
+        name: "tls::trust",
+        check: tls::trust,
+        anchors: &[
+            "unknown authority",
+            "certificate is not trusted",
+            "local issuer certificate",
+            "signed certificate in certificate chain",
+            "certificate is valid for",
+            "unknown certificate authority",
+            "failed to load system roots",
+            "legacy Common Name field",
+        ],
+    },
+    Rule {
+        name: "net::proxy",
+        check: net::proxy,
+        anchors: &["proxyconnect", "Proxy Authentication", "from proxy"],
+    },
+    Rule {
+        name: "netconf::dns_config",
+        check: netconf::dns_config,
+        anchors: &["no DNS servers", "on [::1]:53", "on 127."],
+    },
+    Rule {
+        name: "net::dns",
+        check: net::dns,
+        anchors: &[
+            "lookup ",
+            "resolve host",
+            "name resolution",
+            "Name or service not known",
+        ],
+    },
+    Rule {
+        name: "registry::auth",
+        check: registry::auth,
+        anchors: &[
+            "unauthorized",
+            "Unauthorized",
+            "resource is denied",
+            "invalid username/password",
+        ],
+    },
+    Rule {
+        name: "storage::full",
+        check: storage::full,
+        anchors: &[
+            "no space left on device",
+            "No space left on device",
+            "viction manager: attempting to reclaim",
+            "database space exceeded",
+            "Disk usage on image filesystem",
+            "DiskPressure",
+            "disk pressure",
+        ],
+    },
+    Rule {
+        name: "runtime::crio_config",
+        check: runtime::crio_config,
+        anchors: &[
+            "alidating runtime config",
+            "alidating root config",
+            "alidating image config",
+            "alidating network config",
+            "alidating api config",
+            "unable to decode configuration",
+            "update config from drop-in file",
+            "no runtime entry table",
+            "configured with systemd cgroup manager",
+            "conmon cgroup should be",
+            "toml:",
+            "Near line",
+            "(last key parsed",
+        ],
+    },
+    Rule {
+        name: "storage::crio_storage",
+        check: storage::crio_storage,
+        anchors: &[
+            "layer not known",
+            "image not known",
+            "overlay mount",
+            "storage corruption",
+            "storage/overlay",
+            "read-write layer",
+            "structure needs cleaning",
+            "is not supported over",
+        ],
+    },
+    Rule {
+        name: "storage::etcd",
+        check: storage::etcd,
+        anchors: &[
+            "fdatasync",
+            "took too long",
+            "slow disk",
+            "likely overloaded",
+            "heartbeat on time",
+            "sync duration of",
+        ],
+    },
+    Rule {
+        name: "machine::os_image",
+        check: machine::os_image,
+        anchors: &[
+            "osImageURL",
+            "update OS to",
+            "rpm-ostree rebase",
+            "not new enough",
+            "failed to deploy container image",
+            "ailed to pivot",
+            "pivot failed",
+            "unsupported config version",
+            "config version not supported",
+        ],
+    },
+    Rule {
+        name: "machine::daemon",
+        check: machine::daemon,
+        anchors: &[
+            "Marking Degraded",
+            "unexpected on-disk state",
+            "content mismatch for file",
+            "mode mismatch for file",
+            "pass --confirm to overwrite",
+            "error extracting",
+            "ailed to extract",
+        ],
+    },
+    Rule {
+        name: "netconf::ovs",
+        check: netconf::ovs,
+        anchors: &[
+            "configure-ovs",
+            "Cannot bring up",
+            "ovs-vsctl: ",
+            "ovsdb-server",
+            "ovs-if-",
+            "br-ex",
+        ],
+    },
+    Rule {
+        name: "netconf::route",
+        check: netconf::route,
+        anchors: &[
+            "find default gateway",
+            "get default gateway",
+            "no default route",
+            "No default route",
+        ],
+    },
+    Rule {
+        name: "host::duplicate_ip",
+        check: host::duplicate_ip,
+        anchors: &[
+            "already in use in the network",
+            "onflict detected for IP",
+            "ip-address-duplicate",
+            "acd conflict",
+            "uplicate address detected",
+            "Unexpected mac address",
+            "address conflict",
+            "IP conflict",
+        ],
+    },
+    Rule {
+        name: "host::hostname",
+        check: host::hostname,
+        anchors: &[
+            "non-localhost hostname",
+            "duplicate node name",
+            "a Node with name",
+            "not allowed to modify node",
+            "Hostname [",
+            "localhost",
+        ],
+    },
+    Rule {
+        name: "net::mcs",
+        check: net::mcs,
+        anchors: &[":22623", "GET result: OK"],
+    },
+    Rule {
+        name: "net::api",
+        check: net::api,
+        anchors: &[
+            ":6443",
+            "Unable to connect to the server",
+            "Successfully registered node",
+        ],
+    },
+    Rule {
+        name: "netconf::mtu",
+        check: netconf::mtu,
+        anchors: &[
+            "message too long",
+            "frag needed",
+            "packet too big",
+            "Packet too big",
+            "MTU mismatch",
+            "mtu mismatch",
+            "MTU of",
+            "MTU (",
+        ],
+    },
+    Rule {
+        name: "netconf::egress",
+        check: netconf::egress,
+        anchors: &[
+            "i/o timeout",
+            "timed out",
+            "connection reset by peer",
+            "TLS handshake timeout",
+            "Client.Timeout exceeded",
+        ],
+    },
+    Rule {
+        name: "net::link",
+        check: net::link,
+        anchors: &[
+            "Link is ",
+            "link disconnected",
+            "link connected",
+            "network is unreachable",
+            "no route to host",
+            "carrier-changed",
+            "ip-config-unavailable",
+            "Activation: failed",
+            "request timed out",
+            "no-carrier",
+        ],
+    },
+    Rule {
+        name: "registry::release",
+        check: registry::release,
+        anchors: &[
+            "exec format error",
+            "does not match",
+            "no image found in manifest list",
+        ],
+    },
+    Rule {
+        name: "node::csr",
+        check: node::csr,
+        anchors: &["not signed", "Pending"],
+    },
+    Rule {
+        name: "node::selinux",
+        check: node::selinux,
+        anchors: &["avc:  denied"],
+    },
+    Rule {
+        name: "machine::manifest",
+        check: machine::manifest,
+        anchors: &[
+            "failed to load some manifests",
+            "unable to decode asset",
+            "unable to convert asset",
+            "error converting YAML",
+            "error parsing",
+            "could not find expected",
+            "did not find expected key",
+            "mapping values are not allowed",
+            "Install Config",
+            "install-config.yaml",
+            "failed to parse",
+            "is invalid: ",
+            "unknown field",
+            "cannot unmarshal",
+        ],
+    },
+    Rule {
+        name: "runtime::image_pull",
+        check: runtime::image_pull,
+        anchors: &[
+            "Pull failed",
+            "release image; retrying",
+            "toomanyrequests",
+            "too many requests",
+            "rate limit",
+            "ErrImagePull",
+            "ImagePullBackOff",
+            "pulling image",
+            "ailed to pull image",
+            "for image pull progress",
+            "RegistryUnavailable",
+            "initializing source",
+        ],
+    },
 ];
+
+/// Which rules a line is put to: bit `i` for `RULES[i]`.
+pub(super) type Dispatch = u64;
+/// The bit of the unit events in a [`Dispatch`].
+pub(super) const UNIT_EVENT_BIT: Dispatch = 1 << 63;
+const _: () = assert!(RULES.len() < 63, "one dispatch bit per rule");
 
 /// The signal of one message (the part after the journal prefix).
 pub fn classify(message: &str) -> Option<Signal> {
-    RULES.iter().find_map(|rule| rule(message))
+    classify_with(message, AnchorFinder::get().dispatch(message.as_bytes(), 0))
+}
+
+/// The signal of one message, asking only the rules in `dispatch`.
+pub(super) fn classify_with(message: &str, dispatch: Dispatch) -> Option<Signal> {
+    let mut bits = dispatch & !UNIT_EVENT_BIT;
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        if let Some(signal) = (RULES[i].check)(message) {
+            return Some(signal);
+        }
+    }
+    None
+}
+
+/// Every rule, in order, whatever the anchors say (the tests and the fuzz
+/// target check that dispatch never loses a signal).
+pub fn classify_every_rule(message: &str) -> Option<Signal> {
+    RULES.iter().find_map(|rule| (rule.check)(message))
 }

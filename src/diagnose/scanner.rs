@@ -8,9 +8,14 @@ use std::collections::BTreeMap;
 
 use super::anchors::{anchors, AnchorFinder};
 use super::line;
-use super::rules::classify;
+use super::normalise::{self, Shape};
+use super::rules::{classify_with, UNIT_EVENT_BIT};
 use super::signal::{Category, Nature, Signal};
 use super::{node, storage};
+
+/// Lines after a record that are read as its continuation (a message
+/// wrapped by a terminal or a tracker).
+const MAX_CONTINUATIONS: u8 = 2;
 
 /// Bytes of one line the rules read; the rest of a longer line is skipped.
 pub const MAX_LINE: usize = 4096;
@@ -81,6 +86,29 @@ fn unit_of_ident(ident: &str) -> String {
     }
 }
 
+/// A record holding an anchor, with the lines that continue it so far.
+#[derive(Debug, Clone)]
+struct Pending {
+    head: String,
+    continuations: Vec<String>,
+    number: u64,
+    offset: u64,
+    /// More continuation lines may follow.
+    open: bool,
+}
+
+impl Pending {
+    fn closed(head: String, number: u64, offset: u64) -> Self {
+        Self {
+            head,
+            continuations: Vec::new(),
+            number,
+            offset,
+            open: false,
+        }
+    }
+}
+
 /// Where a scanned member ended up in the archive, to turn stream line
 /// numbers into member line numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +176,13 @@ pub struct Scanner {
     pub(super) units: BTreeMap<String, UnitMarks>,
     /// Time of the latest timestamped line, for lines without one.
     last_at: Option<i64>,
+    /// The last complete line (its first [`MAX_LINE`] bytes): the head of a
+    /// wrapped message whose anchor is on its continuation.
+    prev_line: Vec<u8>,
+    /// A line holding an anchor, waiting for its continuations.
+    pending: Option<Pending>,
+    /// The unit of the `systemctl status` block being read.
+    status_unit: Option<String>,
     pub(super) document: Vec<u8>,
     pub(super) document_overflow: bool,
     /// Time spent in [`Scanner::feed`], for the manifest's cost figure.
@@ -171,6 +206,9 @@ impl Scanner {
             recoveries: Vec::new(),
             units: BTreeMap::new(),
             last_at: None,
+            prev_line: Vec::new(),
+            pending: None,
+            status_unit: None,
             document: Vec::new(),
             document_overflow: false,
             busy: std::time::Duration::ZERO,
@@ -275,8 +313,9 @@ impl Scanner {
             return;
         }
         let finder = AnchorFinder::get();
+        // `self.lines` counts the lines that end before `block[counted]`.
         let mut counted = 0usize;
-        let mut pos = 0usize;
+        let mut pos = self.continue_pending(block, 0, &mut counted);
         while pos < block.len() {
             let Some(anchor_at) = finder.find(block, pos) else {
                 break;
@@ -285,7 +324,6 @@ impl Scanner {
             let end =
                 memchr::memchr(b'\n', &block[anchor_at..]).map_or(block.len(), |i| anchor_at + i);
             self.lines += memchr::memchr_iter(b'\n', &block[counted..start]).count() as u64;
-            counted = start;
             let line = &block[start..end];
             // A very long line: the rules read the part around the match.
             let window = if line.len() <= MAX_LINE {
@@ -295,10 +333,43 @@ impl Scanner {
                 let from = at.saturating_sub(MAX_LINE / 2);
                 &line[from..(from + MAX_LINE).min(line.len())]
             };
-            self.scan_line(window, self.lines + 1, base + start as u64);
-            pos = end + 1;
+            if start > 0 {
+                let prev_start = memchr::memrchr(b'\n', &block[..start - 1]).map_or(0, |i| i + 1);
+                let prev = &block[prev_start..start - 1];
+                self.prev_line.clear();
+                self.prev_line
+                    .extend_from_slice(&prev[..prev.len().min(MAX_LINE)]);
+            }
+            self.open_pending(window, self.lines + 1, base + start as u64);
+            self.lines += 1;
+            counted = (end + 1).min(block.len());
+            pos = self.continue_pending(block, counted, &mut counted);
         }
         self.lines += memchr::memchr_iter(b'\n', &block[counted..]).count() as u64;
+        // The last line, for a wrapped message continued in the next block.
+        let body = block.strip_suffix(b"\n").unwrap_or(block);
+        let last_start = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+        self.prev_line.clear();
+        self.prev_line
+            .extend_from_slice(&body[last_start..body.len().min(last_start + MAX_LINE)]);
+    }
+
+    /// Offers the lines of `block` from `pos` to the pending line as its
+    /// continuations; returns where reading goes on. Consumed lines are
+    /// counted (`counted` moves past them).
+    fn continue_pending(&mut self, block: &[u8], mut pos: usize, counted: &mut usize) -> usize {
+        while self.pending.is_some() && pos < block.len() {
+            let end = memchr::memchr(b'\n', &block[pos..]).map_or(block.len(), |i| pos + i);
+            let line = &block[pos..end];
+            if !self.try_continue(line) {
+                self.flush_pending();
+                break;
+            }
+            self.lines += 1;
+            pos = (end + 1).min(block.len());
+            *counted = pos;
+        }
+        pos
     }
 
     /// A line assembled across feeds.
@@ -310,42 +381,170 @@ impl Scanner {
             }
             return;
         }
+        if self.pending.is_some() {
+            if self.try_continue(line) {
+                self.set_prev(line);
+                return;
+            }
+            self.flush_pending();
+        }
         if anchors().is_match(line) {
-            self.scan_line(line, number, offset);
+            self.open_pending(line, number, offset);
+        }
+        self.set_prev(line);
+    }
+
+    fn set_prev(&mut self, line: &[u8]) {
+        self.prev_line.clear();
+        self.prev_line
+            .extend_from_slice(&line[..line.len().min(MAX_LINE)]);
+    }
+
+    /// A line holding an anchor: read at once, or kept until the lines
+    /// after it show whether they continue it. A line that continues a
+    /// record without an anchor of its own (`prev_line`) becomes that
+    /// record's continuation.
+    fn open_pending(&mut self, line: &[u8], number: u64, offset: u64) {
+        let text = String::from_utf8_lossy(line);
+        let starts = normalise::starts_record(&text);
+        if !starts && number > 1 && !self.prev_line.is_empty() {
+            let prev = String::from_utf8_lossy(&self.prev_line);
+            if normalise::starts_record(&prev) && !prev.trim().is_empty() {
+                let head = prev.into_owned();
+                self.pending = Some(Pending {
+                    head,
+                    continuations: Vec::new(),
+                    number: number - 1,
+                    offset: offset.saturating_sub(self.prev_line.len() as u64 + 1),
+                    open: true,
+                });
+                if !self.try_continue(line) {
+                    self.flush_pending();
+                    self.pending = Some(Pending::closed(text.into_owned(), number, offset));
+                    self.flush_pending();
+                }
+                return;
+            }
+        }
+        let mut pending = Pending::closed(text.into_owned(), number, offset);
+        pending.open = starts;
+        self.pending = Some(pending);
+        if !starts {
+            self.flush_pending();
         }
     }
 
-    fn scan_line(&mut self, bytes: &[u8], number: u64, offset: u64) {
-        let text = String::from_utf8_lossy(bytes);
-        let parts = line::parse(&text);
-        if parts.at.is_some() {
-            self.last_at = parts.at;
+    /// Takes `line` as a continuation of the pending record when it is one.
+    fn try_continue(&mut self, line: &[u8]) -> bool {
+        let Some(pending) = self.pending.as_mut() else {
+            return false;
+        };
+        if !pending.open || line.iter().all(u8::is_ascii_whitespace) {
+            return false;
         }
-        let at = parts.at.or(self.last_at);
-        if let Some((unit, ok)) = node::unit_event(parts.message) {
-            let marks = self.units.entry(unit.to_owned()).or_default();
-            if ok {
-                marks.ok_at = at.or(marks.ok_at);
-                marks.ok_line = number;
-            } else {
-                marks.failed_line = number;
-                marks.failed = Some((
-                    at.unwrap_or(i64::MAX),
-                    RawEvidence {
-                        line: number,
-                        offset,
-                        text: line::shorten(text.trim_end(), MAX_EVIDENCE_CHARS),
-                        at,
-                        unit: Some(unit.to_owned()),
-                    },
-                ));
-            }
-            return;
+        let text = String::from_utf8_lossy(&line[..line.len().min(MAX_LINE)]);
+        if normalise::starts_record(&text) {
+            return false;
         }
-        let Some(signal) = classify(parts.message) else {
+        pending.continuations.push(text.trim().to_owned());
+        if pending.continuations.len() >= usize::from(MAX_CONTINUATIONS) {
+            pending.open = false;
+            self.flush_pending();
+        }
+        true
+    }
+
+    /// Reads the pending record: each record run together on its line, its
+    /// continuations joined to the last.
+    fn flush_pending(&mut self) {
+        let Some(pending) = self.pending.take() else {
             return;
         };
-        let unit = self.unit.clone().or_else(|| parts.ident.map(unit_of_ident));
+        let head = pending.head.as_str();
+        let cuts = normalise::run_together(head);
+        let mut from = 0;
+        for (i, &cut) in cuts.iter().chain(std::iter::once(&head.len())).enumerate() {
+            let segment = &head[from..cut];
+            from = cut;
+            let last = i == cuts.len();
+            let continuations: &[String] = if last { &pending.continuations } else { &[] };
+            let offset = pending.offset + (segment.as_ptr() as u64 - head.as_ptr() as u64);
+            self.read_record(segment.trim_end(), continuations, pending.number, offset);
+        }
+    }
+
+    /// One record: taken apart, put to the rules its anchors name (joined
+    /// with its continuations by a space, then without one: a terminal
+    /// breaks words), its signal recorded.
+    fn read_record(&mut self, head: &str, continuations: &[String], number: u64, offset: u64) {
+        let parts = normalise::parse(head);
+        if let Some(at) = parts.at {
+            self.last_at = Some(at);
+        }
+        let at = parts.at.or_else(|| {
+            parts
+                .stamp
+                .and_then(|s| normalise::date_yearless(s, self.last_at))
+        });
+        match parts.shape {
+            Shape::Command => return,
+            Shape::StatusHeader => {
+                self.status_unit = parts.ident.map(str::to_owned);
+                return;
+            }
+            Shape::StatusFailed => {
+                if let Some(unit) = self.status_unit.clone() {
+                    self.unit_failed(&unit, head, at, number, offset);
+                }
+                return;
+            }
+            Shape::Event => {}
+        }
+        let finder = AnchorFinder::get();
+        let mut joined = String::new();
+        let message = if continuations.is_empty() {
+            parts.message
+        } else {
+            joined.push_str(parts.message);
+            for c in continuations {
+                joined.push(' ');
+                joined.push_str(c);
+            }
+            &joined
+        };
+        let dispatch = finder.dispatch(message.as_bytes(), 0);
+        if dispatch == 0 {
+            return;
+        }
+        if dispatch & UNIT_EVENT_BIT != 0 {
+            if let Some((unit, ok)) = node::unit_event(message) {
+                let unit = unit.to_owned();
+                if ok {
+                    let marks = self.units.entry(unit).or_default();
+                    marks.ok_at = at.or(marks.ok_at);
+                    marks.ok_line = number;
+                } else {
+                    self.unit_failed(&unit, head, at, number, offset);
+                }
+                return;
+            }
+        }
+        let mut signal = classify_with(message, dispatch);
+        if signal.is_none() && !continuations.is_empty() {
+            let mut glued = String::from(parts.message);
+            for c in continuations {
+                glued.push_str(c);
+            }
+            signal = classify_with(&glued, finder.dispatch(glued.as_bytes(), 0));
+        }
+        let Some(signal) = signal else {
+            return;
+        };
+        let unit = self
+            .unit
+            .clone()
+            .or_else(|| parts.ident.map(unit_of_ident))
+            .or_else(|| self.status_unit.clone());
         if signal.nature == Nature::Recovery {
             if self.recoveries.len() < MAX_KEYS_PER_MEMBER {
                 self.recoveries
@@ -355,28 +554,51 @@ impl Scanner {
             }
             return;
         }
-        let raw = RawEvidence {
-            line: number,
-            offset,
-            text: line::shorten(text.trim_end(), MAX_EVIDENCE_CHARS),
-            at,
-            unit,
+        let evidence_text = if continuations.is_empty() {
+            head
+        } else {
+            joined.clear();
+            joined.push_str(head);
+            for c in continuations {
+                joined.push(' ');
+                joined.push_str(c);
+            }
+            &joined
         };
-        self.record_raw(signal, raw);
+        self.record_hit(signal, evidence_text, at, unit, number, offset);
+    }
+
+    fn unit_failed(&mut self, unit: &str, text: &str, at: Option<i64>, number: u64, offset: u64) {
+        let marks = self.units.entry(unit.to_owned()).or_default();
+        marks.failed_line = number;
+        marks.failed = Some((
+            at.unwrap_or(i64::MAX),
+            RawEvidence {
+                line: number,
+                offset,
+                text: line::shorten(text.trim_end(), MAX_EVIDENCE_CHARS),
+                at,
+                unit: Some(unit.to_owned()),
+            },
+        ));
     }
 
     fn record(&mut self, signal: Signal, text: &str, at: Option<i64>, number: u64, offset: u64) {
-        let raw = RawEvidence {
-            line: number,
-            offset,
-            text: line::shorten(text.trim_end(), MAX_EVIDENCE_CHARS),
-            at,
-            unit: self.unit.clone(),
-        };
-        self.record_raw(signal, raw);
+        let unit = self.unit.clone();
+        self.record_hit(signal, text, at, unit, number, offset);
     }
 
-    fn record_raw(&mut self, signal: Signal, raw: RawEvidence) {
+    /// Counts a hit; its text is copied only into evidence kept (the first
+    /// lines of a signal, and a reused slot for its latest).
+    fn record_hit(
+        &mut self,
+        signal: Signal,
+        text: &str,
+        at: Option<i64>,
+        unit: Option<String>,
+        number: u64,
+        offset: u64,
+    ) {
         let index = self
             .hits
             .iter()
@@ -398,18 +620,32 @@ impl Scanner {
         };
         let hits = &mut self.hits[index];
         hits.count += 1;
-        hits.first_at = hits.first_at.or(raw.at);
-        hits.last_at = raw.at.or(hits.last_at);
-        hits.last_problem_line = raw.line;
+        hits.first_at = hits.first_at.or(at);
+        hits.last_at = at.or(hits.last_at);
+        hits.last_problem_line = number;
+        // Keep the first ones and the latest (its slot reused).
         if hits.evidence.len() < EVIDENCE_PER_KEY {
-            hits.evidence.push(raw);
+            hits.evidence.push(RawEvidence {
+                line: number,
+                offset,
+                text: line::shorten(text.trim_end(), MAX_EVIDENCE_CHARS),
+                at,
+                unit,
+            });
         } else {
-            // Keep the first ones and the latest.
-            hits.evidence[EVIDENCE_PER_KEY - 1] = raw;
+            let slot = &mut hits.evidence[EVIDENCE_PER_KEY - 1];
+            slot.line = number;
+            slot.offset = offset;
+            line::shorten_into(text.trim_end(), MAX_EVIDENCE_CHARS, &mut slot.text);
+            slot.at = at;
+            if slot.unit != unit {
+                slot.unit = unit;
+            }
         }
     }
 
-    /// Flushes the last, unterminated line.
+    /// Flushes the last, unterminated line and the record waiting for its
+    /// continuations.
     pub fn finish(&mut self) {
         if self.kind == Kind::RecordsSummary {
             return;
@@ -419,6 +655,7 @@ impl Scanner {
             self.lines += 1;
             self.complete_line(&line, self.lines, self.partial_offset);
         }
+        self.flush_pending();
     }
 
     /// Lines of the whole stream (a partial last line counts).

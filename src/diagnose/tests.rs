@@ -252,7 +252,7 @@ fn the_anchor_finder_agrees_with_the_automaton() {
     let finder = AnchorFinder::get();
     let filler =
         "kubelet I1122 prober.go:107] Probe failed probeType=Readiness net conn 10.0.0.1:53 ";
-    for anchor in ANCHORS {
+    for anchor in ANCHORS.iter() {
         for lead in 0..40 {
             let needle_only: String = anchor.chars().skip(1).collect();
             let text = format!("{needle_only} {}{anchor} tail\n", &filler[..lead]);

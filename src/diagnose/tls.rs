@@ -22,36 +22,39 @@ fn endpoint(msg: &str) -> &str {
 pub(super) fn clock(msg: &str) -> Option<Signal> {
     if let Some(rest) = after(msg, "certificate has expired or is not yet valid") {
         let host = endpoint(msg);
-        let window = after(rest, "current time ").map(|r| {
-            let now = token_until(r, &[' ']);
-            let tail = &r[now.len()..];
-            let (relation, bound) = if let Some(b) = after(tail, " is before ") {
-                ("before", token_until(b, &[' ', '"', ',', ')']))
-            } else if let Some(b) = after(tail, " is after ") {
-                ("after", token_until(b, &[' ', '"', ',', ')']))
-            } else {
-                ("at", "")
-            };
-            (now.to_owned(), relation, bound.to_owned())
-        });
-        let summary = match &window {
-            Some((now, "before", start)) => format!(
-                "certificate of {host} not yet valid: host clock {now} is before its validity start {start} (host clock behind?)"
-            ),
-            Some((now, "after", end)) => format!(
-                "certificate of {host} expired: host clock {now} is after its validity end {end} (clock ahead, or the certificate expired)"
-            ),
-            _ => format!("certificate of {host} expired or not yet valid against the host clock"),
-        };
+        let (now, relation, bound) = validity(rest)?;
+        // `is after`: the certificate's end passed: expired_certificate's.
+        if relation != "before" {
+            return None;
+        }
         return Some(Signal::new(
             Category::ClockSkew,
             host,
-            summary,
+            format!("host clock {now} is before the validity start {bound} of {host}'s certificate (host clock behind?)"),
             Nature::Fatal,
+        ));
+    }
+    // etcd: `prober found high clock drift` (zap) and capnslog's `the clock
+    // difference against peer P is too high [1.2s > 1s]`.
+    if msg.contains("high clock drift") || msg.contains("clock difference against peer") {
+        let drift = after(msg, "\"clock-drift\":\"")
+            .map(|r| token_until(r, &['"']))
+            .or_else(|| after(msg, "is too high [").map(|r| token_until(r, &[' ', ']'])));
+        return Some(Signal::new(
+            Category::ClockSkew,
+            "system clock",
+            match drift {
+                Some(d) => format!("clocks of the etcd members differ by {d} (over etcd's 1s)"),
+                None => "clocks of the etcd members differ by over etcd's 1s".into(),
+            },
+            Nature::Transient,
         ));
     }
     if let Some(rest) = after(msg, "System clock wrong by ") {
         let secs = token_until(rest, &[' ']);
+        if secs.parse::<f64>().is_ok_and(|s| s.abs() < SKEW_LIMIT_SECS) {
+            return None;
+        }
         return Some(Signal::new(
             Category::ClockSkew,
             "system clock",
@@ -98,6 +101,9 @@ pub(super) fn trust(msg: &str) -> Option<Signal> {
         "unable to get local issuer certificate",
         "self signed certificate in certificate chain",
         "self-signed certificate in certificate chain",
+        "unknown certificate authority",
+        "failed to load system roots",
+        "certificate relies on legacy Common Name field",
     ];
     if let Some(what) = UNKNOWN_CA.iter().find(|w| msg.contains(*w)) {
         let host = endpoint(msg);
@@ -121,6 +127,51 @@ pub(super) fn trust(msg: &str) -> Option<Signal> {
     None
 }
 
+/// `current time A is before|after B` of Go's x509 error: (A, relation, B).
+fn validity(rest: &str) -> Option<(&str, &str, &str)> {
+    let Some(r) = after(rest, "current time ") else {
+        return Some(("?", "at", "?"));
+    };
+    let now = token_until(r, &[' ']);
+    let tail = &r[now.len()..];
+    if let Some(b) = after(tail, " is before ") {
+        return Some((now, "before", token_until(b, &[' ', '"', ',', ')', '\\'])));
+    }
+    if let Some(b) = after(tail, " is after ") {
+        return Some((now, "after", token_until(b, &[' ', '"', ',', ')', '\\'])));
+    }
+    Some((now, "at", "?"))
+}
+
+/// A certificate past its end while the clock is right: install assets
+/// reused from an older attempt, an expired serving certificate, or
+/// certificates of another installation's CA.
+pub(super) fn expired(msg: &str) -> Option<Signal> {
+    let host = endpoint(msg);
+    if let Some(rest) = after(msg, "certificate has expired or is not yet valid") {
+        let (now, relation, bound) = validity(rest)?;
+        let summary = if relation == "after" {
+            format!("{host}'s certificate expired at {bound} (host clock {now}): reused install assets or a stale certificate")
+        } else {
+            format!("{host}'s certificate is expired or not yet valid against the host clock")
+        };
+        return Some(Signal::new(Category::ExpiredCertificate, host, summary, Nature::Fatal));
+    }
+    const EXPIRED: &[&str] = &[
+        "tls: expired certificate",
+        "certificate has expired",
+        "certificate expired",
+        "crypto/rsa: verification error",
+    ];
+    let what = EXPIRED.iter().find(|w| msg.contains(*w))?;
+    let summary = if what.contains("rsa") {
+        format!("{host}'s certificate is signed by another CA than this cluster's (crypto/rsa: verification error): assets of an older install?")
+    } else {
+        format!("{host}'s certificate expired ({what})")
+    };
+    Some(Signal::new(Category::ExpiredCertificate, host, summary, Nature::Fatal))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,16 +182,17 @@ mod tests {
         assert_eq!(s.category, Category::ClockSkew);
         assert_eq!(s.key, "api-int.c.example.com:6443");
         assert!(
-            s.summary.contains(
-                "host clock 2024-01-01T10:00:00Z is before its validity start 2026-11-22T09:00:00Z"
+            s.summary.starts_with(
+                "host clock 2024-01-01T10:00:00Z is before the validity start 2026-11-22T09:00:00Z"
             ),
             "{}",
             s.summary
         );
-        let s = clock("x509: certificate has expired or is not yet valid: current time 2027-01-01T00:00:00Z is after 2026-12-01T00:00:00Z").unwrap();
-        assert!(s
-            .summary
-            .contains("is after its validity end 2026-12-01T00:00:00Z"));
+        let after_end = "x509: certificate has expired or is not yet valid: current time 2027-01-01T00:00:00Z is after 2026-12-01T00:00:00Z";
+        assert!(clock(after_end).is_none());
+        let s = expired(after_end).unwrap();
+        assert_eq!(s.category, Category::ExpiredCertificate);
+        assert!(s.summary.contains("expired at 2026-12-01T00:00:00Z"), "{}", s.summary);
     }
 
     #[test]

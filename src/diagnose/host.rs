@@ -1,0 +1,176 @@
+//! Host identity rules: the host's name (localhost, invalid or taken), its
+//! address changed under a cluster that remembers the old one, and an
+//! address some other machine answers for. Texts: MCO's `mco-hostname`
+//! (`waiting for non-localhost hostname to be assigned`), kubelet's node
+//! authorizer (`is not allowed to modify node`), etcd's membership checks
+//! (server/etcdserver, server/embed: `member count is unequal`, `request
+//! cluster ID mismatch`, `--initial-cluster has … but missing from
+//! --initial-advertise-peer-urls`), Go's `bind: cannot assign requested
+//! address`, NetworkManager's address conflict detection (src/core/
+//! nm-l3-ipv4ll.c, nm-device.c: `conflict detected for IP address`,
+//! `already in use in the network by host`) and the kernel's IPv6 DAD.
+
+use super::line::{after, token_until};
+use super::signal::{Category, Nature, Signal};
+
+/// Node names no cluster accepts.
+const LOCAL_NAMES: &[&str] = &["localhost", "localhost.localdomain", "localhost6"];
+
+/// `waiting for non-localhost hostname to be assigned`, a node called
+/// localhost, a node name that is taken.
+pub(super) fn hostname(msg: &str) -> Option<Signal> {
+    if msg.contains("non-localhost hostname") {
+        return Some(Signal::new(
+            Category::Hostname,
+            "localhost",
+            "hostname is still localhost: no name came from DHCP, DNS or the config (waiting for non-localhost hostname)".into(),
+            Nature::Transient,
+        ));
+    }
+    if msg.contains("duplicate node name") || (msg.contains("a Node with name") && msg.contains("already exists")) {
+        let name = after(msg, "a Node with name \"").map_or("this node", |r| token_until(r, &['"']));
+        return Some(Signal::new(
+            Category::Hostname,
+            name,
+            format!("node name {name} is already taken by another host: hostnames must be unique"),
+            Nature::Fatal,
+        ));
+    }
+    if msg.contains("is not allowed to modify node") {
+        let node = after(msg, "not allowed to modify node \"")
+            .or_else(|| after(msg, "not allowed to modify node "))
+            .map_or("this node", |r| token_until(r, &['"', ' ', '\\']));
+        return Some(Signal::new(
+            Category::Hostname,
+            node,
+            format!("kubelet's name does not match node {node} (hostname changed after its certificate was issued)"),
+            Nature::Fatal,
+        ));
+    }
+    if let Some(rest) = after(msg, "Hostname [") {
+        let name = token_until(rest, &[']']);
+        return Some(Signal::new(
+            Category::Hostname,
+            name,
+            format!("hostname {name} is invalid: a random one was generated"),
+            Nature::Transient,
+        ));
+    }
+    // kubelet registering or looking up a node called localhost.
+    for lead in ["Attempting to register node", "node \"", "Unable to register node"] {
+        if let Some(rest) = after(msg, lead) {
+            let name = token_until(rest.trim_start_matches([' ', '"', '\\']), &['"', ' ', '\\']);
+            if LOCAL_NAMES.contains(&name) {
+                return Some(Signal::new(
+                    Category::Hostname,
+                    "localhost",
+                    format!("the node registers as {name}: the host has no real hostname"),
+                    Nature::Fatal,
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The host's address is not the one the cluster knows: etcd's membership
+/// checks, a listener on an address the host no longer has, a serving
+/// certificate for other IPs than the one asked.
+pub(super) fn ip_changed(msg: &str) -> Option<Signal> {
+    if let Some(rest) = after(msg, "listen tcp ") {
+        if msg.contains("cannot assign requested address") {
+            let addr = token_until(rest, &[':', ' ']);
+            let addr = addr.trim_start_matches('[').trim_end_matches(']');
+            return Some(Signal::new(
+                Category::IpChanged,
+                addr,
+                format!("{addr} is no longer an address of this host (bind: cannot assign requested address): its IP changed"),
+                Nature::Fatal,
+            ));
+        }
+    }
+    const ETCD_MEMBERSHIP: &[&str] = &[
+        "but missing from --initial-advertise-peer-urls",
+        "to match --initial-cluster",
+        "member count is unequal",
+        "request cluster ID mismatch",
+        "not a member of the etcd cluster",
+        "has already been bootstrapped",
+        "does not match local member",
+    ];
+    if let Some(what) = ETCD_MEMBERSHIP.iter().find(|w| msg.contains(*w)) {
+        return Some(Signal::new(
+            Category::IpChanged,
+            "etcd member",
+            format!("etcd's member address does not match this host's ({what}): the host's IP changed?"),
+            Nature::Fatal,
+        ));
+    }
+    // x509: certificate is valid for 10.96.0.1, 10.4.36.13, not 10.4.20.67
+    if let Some(rest) = after(msg, "certificate is valid for ") {
+        let (names, asked) = rest.split_once(", not ")?;
+        let asked = token_until(asked, &['"', ' ', ',', ')']);
+        let all_ips = |t: &str| !t.is_empty() && t.parse::<std::net::IpAddr>().is_ok();
+        if all_ips(asked) && names.split(", ").all(all_ips) {
+            return Some(Signal::new(
+                Category::IpChanged,
+                asked,
+                format!("certificate names {names} but the host is reached at {asked}: the IP changed after it was issued"),
+                Nature::Fatal,
+            ));
+        }
+    }
+    None
+}
+
+/// Another machine answers for an address of this host or a VIP.
+pub(super) fn duplicate_ip(msg: &str) -> Option<Signal> {
+    const CONFLICT: &[&str] = &[
+        "already in use in the network by host",
+        "onflict detected for IP",
+        "onflict detected for IPv6",
+        "ip-address-duplicate",
+        "acd conflict",
+        "duplicate address detected",
+        "Duplicate address detected",
+        "Unexpected mac address for arping",
+        "address conflict",
+        "IP conflict",
+    ];
+    let what = CONFLICT.iter().find(|w| msg.contains(*w))?;
+    let addr = ip_in(msg).unwrap_or("an address");
+    Some(Signal::new(
+        Category::DuplicateIp,
+        addr,
+        format!("{addr} is used by another machine on the network ({what})"),
+        Nature::Fatal,
+    ))
+}
+
+/// The first IPv4 or IPv6 address in `text`.
+pub(super) fn ip_in(text: &str) -> Option<&str> {
+    text.split(|c: char| !(c.is_ascii_hexdigit() || c == '.' || c == ':'))
+        .map(|t| t.trim_matches(':'))
+        .find(|t| t.len() >= 7 && t.parse::<std::net::IpAddr>().is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_addresses_and_conflicts() {
+        let s = hostname("mco-hostname[1142]: waiting for non-localhost hostname to be assigned").unwrap();
+        assert_eq!(s.category, Category::Hostname);
+        let s = hostname(r#"Unable to register node with API server" err="nodes \"localhost\" is forbidden" node="localhost""#);
+        assert!(s.is_some());
+        let s = ip_changed("listen tcp 192.168.255.10:2380: bind: cannot assign requested address").unwrap();
+        assert_eq!(s.key, "192.168.255.10");
+        let s = ip_changed("x509: certificate is valid for 10.96.0.1, 10.4.36.13, not 10.4.20.67").unwrap();
+        assert_eq!(s.key, "10.4.20.67");
+        assert!(ip_changed("x509: certificate is valid for api.a.com, not api.b.com").is_none());
+        let s = duplicate_ip("<warn> [1] device (eth0): IPv4: conflict detected for IP address 10.0.0.5 with host 52:54:00:aa:bb:cc").unwrap_or_else(|| duplicate_ip("IPv4: Conflict detected for IP address 10.0.0.5").unwrap());
+        assert_eq!(s.key, "10.0.0.5");
+        assert_eq!(ip_in("fe80::1 dup"), Some("fe80::1"));
+    }
+}

@@ -1,0 +1,157 @@
+//! Machine config rules: the OS the host runs against the release's (the
+//! pivot / rebase of machine-config-daemon and its firstboot service,
+//! rpm-ostree and ostree), the daemon failing to apply a config for other
+//! reasons, and manifests the installer or cluster-bootstrap cannot read.
+//! Texts: machine-config-operator pkg/daemon (update.go `failed to update
+//! OS to %s after retries`, `Failed to update OS to %s (will retry)`,
+//! daemon.go `Marking Degraded due to: %q`, `unexpected on-disk state
+//! validating against %s`, `content mismatch for file %q`, `expected target
+//! osImageURL %q, have %q`), rpm-ostree's `error: …`, ostree-finalize-staged's
+//! `possible root cause:`, openshift/cluster-bootstrap (`failed to load some
+//! manifests`, `unable to decode asset`), openshift-install's
+//! `failed to load asset "Install Config"`, Ignition's config version check.
+
+use super::line::{after, shorten, token_until};
+use super::signal::{Category, Nature, Signal};
+
+/// The host's OS cannot become the release's.
+pub(super) fn os_image(msg: &str) -> Option<Signal> {
+    if let Some(rest) = after(msg, "expected target osImageURL ") {
+        let want = token_until(rest.trim_start_matches(['"', '\\']), &['"', '\\', ',']);
+        return Some(Signal::new(
+            Category::OsImageMismatch,
+            "os image",
+            format!("the host booted another OS image than the release's {}", shorten(want, 80)),
+            Nature::Fatal,
+        ));
+    }
+    const REBASE: &[&str] = &[
+        "failed to update OS to",
+        "Failed to update OS to",
+        "error running rpm-ostree rebase",
+        "rpm-ostree rebase",
+        "not new enough for new-format image",
+        "rpm-ostree is not new enough",
+        "failed to deploy container image",
+        "Failed to pivot",
+        "failed to pivot",
+        "pivot failed",
+    ];
+    if let Some(what) = REBASE.iter().find(|w| msg.contains(*w)) {
+        let failed = ["fail", "error", "Error", "not new enough"].iter().any(|w| msg.contains(w));
+        if failed {
+            let cause = after(msg, "error: ")
+                .or_else(|| after(msg, "possible root cause: "))
+                .map(|c| format!(": {}", shorten(c.trim(), 90)))
+                .unwrap_or_default();
+            return Some(Signal::new(
+                Category::OsImageMismatch,
+                "os image",
+                format!("the OS could not be rebased to the release's image ({what}){cause}"),
+                Nature::Fatal,
+            ));
+        }
+    }
+    // Ignition older than the config it is given: the boot image predates
+    // the release.
+    if msg.contains("unsupported config version") || msg.contains("config version not supported") {
+        return Some(Signal::new(
+            Category::OsImageMismatch,
+            "boot image",
+            "the boot image's Ignition does not know the config's version: the boot image is older than the release".into(),
+            Nature::Fatal,
+        ));
+    }
+    None
+}
+
+/// machine-config-daemon could not apply its config.
+pub(super) fn daemon(msg: &str) -> Option<Signal> {
+    const FAILURES: &[&str] = &[
+        "Marking Degraded due to",
+        "unexpected on-disk state",
+        "content mismatch for file",
+        "mode mismatch for file",
+        "must be empty, pass --confirm to overwrite",
+        "error extracting",
+        "failed to extract",
+        "Failed to extract",
+    ];
+    let what = FAILURES.iter().find(|w| msg.contains(*w))?;
+    let detail = after(msg, what).map_or(String::new(), |r| {
+        let r = r.trim_start_matches([':', ' ', '"', '\\']);
+        if r.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", shorten(r, 100))
+        }
+    });
+    Some(Signal::new(
+        Category::MachineConfig,
+        "machine-config-daemon",
+        format!("machine-config-daemon could not apply the config ({what}{detail})"),
+        Nature::Fatal,
+    ))
+}
+
+/// A manifest the installer or cluster-bootstrap cannot parse or apply.
+pub(super) fn manifest(msg: &str) -> Option<Signal> {
+    const PARSE: &[&str] = &[
+        "failed to load some manifests",
+        "unable to decode asset",
+        "unable to convert asset",
+        "error converting YAML to JSON",
+        "error parsing",
+        "could not find expected ':'",
+        "did not find expected key",
+        "mapping values are not allowed",
+        "failed to load asset \"Install Config\"",
+        "invalid \"install-config.yaml\" file",
+        "failed to parse",
+        "is invalid: ",
+        "unknown field",
+        "cannot unmarshal",
+    ];
+    let what = PARSE.iter().find(|w| msg.contains(*w))?;
+    // Only about manifests and install files: `error parsing` alone is any
+    // parser's.
+    let about_manifests = ["manifest", "yaml", "YAML", "install-config", "asset", "json: ", "unmarshal", ".spec", "Invalid value", "is invalid"]
+        .iter()
+        .any(|w| msg.contains(w));
+    if !about_manifests {
+        return None;
+    }
+    let file = yaml_file(msg).unwrap_or("a manifest");
+    Some(Signal::new(
+        Category::BadManifest,
+        file,
+        format!("{file} cannot be read or applied ({})", shorten(after(msg, what).map_or(*what, |r| if r.trim().is_empty() { what } else { r.trim() }), 110)),
+        Nature::Fatal,
+    ))
+}
+
+/// The first `*.yaml` / `*.yml` / `*.json` name in `text`.
+fn yaml_file(text: &str) -> Option<&str> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '(' | ')' | ',' | '\\'))
+        .map(|t| t.trim_end_matches(':'))
+        .find(|t| {
+            (t.ends_with(".yaml") || t.ends_with(".yml") || t.ends_with(".json")) && t.len() > 5
+        })
+        .map(|t| t.rsplit('/').next().unwrap_or(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rebase_degraded_and_manifests() {
+        let s = os_image("machine-config-daemon[2137]: Error: failed to update OS to quay.io/x@sha256:1 after retries: error running rpm-ostree rebase").unwrap();
+        assert_eq!(s.category, Category::OsImageMismatch);
+        let s = daemon(r#"Marking Degraded due to: "unexpected on-disk state validating against rendered-master-1""#).unwrap();
+        assert_eq!(s.category, Category::MachineConfig);
+        let s = manifest("failed to create cluster-config.yaml: error converting YAML to JSON: yaml: line 4: mapping values are not allowed in this context").unwrap();
+        assert_eq!(s.key, "cluster-config.yaml");
+        assert!(manifest("error parsing the date").is_none());
+    }
+}

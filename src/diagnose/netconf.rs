@@ -1,0 +1,178 @@
+//! Network configuration rules: configure-ovs.sh building br-ex (its
+//! `ERROR:` echoes and nmcli's `Error: Connection activation failed`, in
+//! machine-config-operator's templates), ovnkube's default gateway lookup,
+//! the resolver configuration (Go falling back to a loopback nameserver
+//! when resolv.conf has none: `lookup H on [::1]:53`), routes, the path MTU,
+//! and traffic a firewall drops (Go's `dial tcp A:443: i/o timeout` to a
+//! public address, resets) when no proxy is in between.
+
+use super::host::ip_in;
+use super::line::{after, shorten, token_until, url_host};
+use super::signal::{Category, Nature, Signal};
+
+/// configure-ovs.sh and OVS failing to set up br-ex.
+pub(super) fn ovs(msg: &str) -> Option<Signal> {
+    const FAILURES: &[&str] = &[
+        "configure-ovs exited with error",
+        "configure-ovs failed",
+        "Cannot bring up connection",
+        "Cannot bring up any slave interface",
+        "ovs-vsctl: ",
+        "ovsdb-server",
+    ];
+    let ovs_context = msg.contains("configure-ovs")
+        || msg.contains("ovs-")
+        || msg.contains("br-ex")
+        || msg.contains("ovs-if-");
+    if let Some(what) = FAILURES.iter().find(|w| msg.contains(*w)) {
+        let failed = !what.starts_with("ovs") || ["error", "failed", "Error", "not connect"].iter().any(|w| msg.contains(w));
+        if failed {
+            return Some(Signal::new(
+                Category::OvsConfig,
+                "br-ex",
+                format!("configure-ovs could not set up br-ex ({})", shorten(after(msg, what).map_or(*what, |r| if r.trim().len() > 3 { r.trim() } else { what }), 110)),
+                Nature::Fatal,
+            ));
+        }
+    }
+    if ovs_context {
+        if let Some(rest) = after(msg, "Error: ") {
+            return Some(Signal::new(
+                Category::OvsConfig,
+                "br-ex",
+                format!("configure-ovs could not set up br-ex ({})", shorten(rest.trim(), 110)),
+                Nature::Fatal,
+            ));
+        }
+    }
+    None
+}
+
+/// No default route: configure-ovs, ovnkube, or Go's `network is unreachable`.
+pub(super) fn route(msg: &str) -> Option<Signal> {
+    const NO_GATEWAY: &[&str] = &[
+        "Unable to find default gateway",
+        "unable to find default gateway",
+        "failed to get default gateway",
+        "no default route",
+        "No default route",
+    ];
+    if let Some(what) = NO_GATEWAY.iter().find(|w| msg.contains(*w)) {
+        return Some(Signal::new(
+            Category::RouteConfig,
+            "default route",
+            format!("the host has no usable default route ({what})"),
+            Nature::Fatal,
+        ));
+    }
+    None
+}
+
+/// Resolver configuration: no nameserver (Go then asks the loopback), a
+/// loopback stub that does not answer.
+pub(super) fn dns_config(msg: &str) -> Option<Signal> {
+    if msg.contains("no DNS servers") {
+        return Some(Signal::new(
+            Category::DnsConfig,
+            "resolv.conf",
+            "no nameserver is configured (resolv.conf has none)".into(),
+            Nature::Fatal,
+        ));
+    }
+    let rest = after(msg, "lookup ")?;
+    let host = token_until(rest, &[' ', ':', '"', ',']);
+    let server = after(rest, " on ").map(|s| token_until(s, &[' ']).trim_end_matches(':'))?;
+    let loopback = server.starts_with("[::1]:") || server.starts_with("127.");
+    if loopback && (msg.contains("connection refused") || msg.contains("i/o timeout")) {
+        return Some(Signal::new(
+            Category::DnsConfig,
+            "resolv.conf",
+            format!("{host} is looked up on {server}, where no nameserver answers: resolv.conf names none, or a stub that is down"),
+            Nature::Fatal,
+        ));
+    }
+    None
+}
+
+/// Large packets lost: the MTU checks and errors that say so.
+pub(super) fn mtu(msg: &str) -> Option<Signal> {
+    const MTU: &[&str] = &[
+        "message too long",
+        "frag needed",
+        "packet too big",
+        "Packet too big",
+        "MTU mismatch",
+        "mtu mismatch",
+        "MTU of",
+        "MTU (",
+    ];
+    let what = MTU.iter().find(|w| msg.contains(*w))?;
+    if what.starts_with("MTU") && !["small", "large", "mismatch", "exceed", "bigger"].iter().any(|w| msg.contains(w)) {
+        return None;
+    }
+    Some(Signal::new(
+        Category::MtuMismatch,
+        "mtu",
+        format!("packets larger than the path's MTU are lost ({})", shorten(msg.trim(), 100)),
+        Nature::Fatal,
+    ))
+}
+
+/// A connection to an outside endpoint timed out or was reset, with no
+/// proxy in between: a firewall drops it.
+pub(super) fn egress(msg: &str) -> Option<Signal> {
+    const DROPPED: &[&str] = &[
+        "i/o timeout",
+        "connect: connection timed out",
+        "Connection timed out",
+        "connection reset by peer",
+        "TLS handshake timeout",
+        "Client.Timeout exceeded",
+        "timed out",
+    ];
+    let what = DROPPED.iter().find(|w| msg.contains(*w))?;
+    if msg.contains("lookup ") || msg.contains("proxyconnect") {
+        return None;
+    }
+    let target = after(msg, "dial tcp ")
+        .map(|r| token_until(r, &[' ', '"']).trim_end_matches(':'))
+        .or_else(|| after(msg, "connect to ").map(|r| token_until(r, &[' '])))
+        .or_else(|| url_host(msg))?;
+    let host = target.rsplit_once(':').map_or(target, |(h, _)| h).trim_matches(['[', ']']);
+    let ip = ip_in(host).and_then(|a| a.parse::<std::net::IpAddr>().ok());
+    let outside = match ip {
+        Some(std::net::IpAddr::V4(v4)) => !(v4.is_private() || v4.is_loopback() || v4.is_link_local()),
+        Some(std::net::IpAddr::V6(v6)) => !(v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00 || (v6.segments()[0] & 0xffc0) == 0xfe80),
+        // A name: registries and the like are outside.
+        None => host.contains('.') && !host.ends_with(".local") && !host.starts_with("api") && !host.contains(".svc"),
+    };
+    if !outside {
+        return None;
+    }
+    Some(Signal::new(
+        Category::EgressBlocked,
+        url_host(msg).map_or(host, |h| token_until(h, &[':'])),
+        format!("connections to {target} {} (a firewall drops them?)", what.trim_start_matches("connect: ")),
+        Nature::Transient,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ovs_routes_resolver_mtu_egress() {
+        let s = ovs("configure-ovs.sh[1280]: Error: Connection activation failed: A dependency of the connection failed").unwrap();
+        assert_eq!(s.category, Category::OvsConfig);
+        let s = route("F0730 ovnkube.go:130] failed to get default gateway interface").unwrap();
+        assert_eq!(s.category, Category::RouteConfig);
+        let s = dns_config("dial tcp: lookup registry-1.docker.io on [::1]:53: read udp [::1]:35711->[::1]:53: read: connection refused").unwrap();
+        assert_eq!(s.category, Category::DnsConfig);
+        assert!(dns_config("lookup quay.io on 10.0.0.1:53: no such host").is_none());
+        let s = egress(r#"Get https://quay.io/v2/: dial tcp 54.83.191.206:443: i/o timeout"#).unwrap();
+        assert_eq!(s.category, Category::EgressBlocked);
+        assert!(egress("dial tcp 10.0.0.5:443: i/o timeout").is_none());
+        assert!(mtu("write: message too long").is_some());
+    }
+}

@@ -1,0 +1,87 @@
+//! Container runtime rules: CRI-O refusing its configuration (cri-o
+//! internal/config: `validating runtime config: %w` and its siblings, TOML
+//! decode errors, `update config from drop-in file`), and image pulls that
+//! failed with no more specific cause printed (release-image-download.sh's
+//! `Pull failed. Retrying`, kubelet's `ErrImagePull`/`Back-off pulling
+//! image`, containers/image's `initializing source`, registry rate limits).
+
+use super::line::{after, registry_host, shorten};
+use super::signal::{Category, Nature, Signal};
+
+/// CRI-O refuses its configuration.
+pub(super) fn crio_config(msg: &str) -> Option<Signal> {
+    const INVALID: &[&str] = &[
+        "alidating runtime config",
+        "alidating root config",
+        "alidating image config",
+        "alidating network config",
+        "alidating api config",
+        "unable to decode configuration",
+        "update config from drop-in file",
+        "no runtime entry table",
+        "cri-o configured with systemd cgroup manager",
+        "conmon cgroup should be",
+    ];
+    if let Some(what) = INVALID.iter().find(|w| msg.contains(*w)) {
+        let detail = after(msg, what).map_or("", |r| r.trim_start_matches([':', ' ']));
+        return Some(Signal::new(
+            Category::CrioConfig,
+            "crio.conf",
+            format!("CRI-O refuses its configuration ({}{}{})", what.trim_start_matches('a'), if detail.is_empty() { "" } else { ": " }, shorten(detail.trim_end_matches('"'), 100)),
+            Nature::Fatal,
+        ));
+    }
+    let crio = msg.contains("crio") || msg.contains("cri-o") || msg.contains("CRI-O");
+    if crio && (msg.contains("toml:") || msg.contains("Near line") || msg.contains("(last key parsed")) {
+        return Some(Signal::new(
+            Category::CrioConfig,
+            "crio.conf",
+            format!("CRI-O's configuration file does not parse ({})", shorten(msg.trim(), 100)),
+            Nature::Fatal,
+        ));
+    }
+    None
+}
+
+/// A pull that failed, when nothing more specific is printed.
+pub(super) fn image_pull(msg: &str) -> Option<Signal> {
+    const FAILED: &[&str] = &[
+        "Pull failed. Retrying",
+        "Failed to fetch release image",
+        "Failed to query release image",
+        "toomanyrequests",
+        "too many requests",
+        "rate limit",
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "Back-off pulling image",
+        "Failed to pull image",
+        "failed to pull image",
+        "rror pulling image",
+        "failed pulling image",
+        "for image pull progress",
+        "RegistryUnavailable",
+        "initializing source",
+    ];
+    let what = FAILED.iter().find(|w| msg.contains(*w))?;
+    let registry = registry_host(msg).unwrap_or("the registry");
+    let summary = if what.contains("rate") || what.contains("many") {
+        format!("{registry} refused pulls: rate limit reached")
+    } else {
+        format!("image pull from {registry} failed ({})", what.trim_start_matches('r'))
+    };
+    Some(Signal::new(Category::ImagePull, registry, summary, Nature::Transient))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_and_pulls() {
+        let s = crio_config(r#"level=fatal msg="Validating runtime config: conmon cgroup should be 'pod' or a systemd slice""#).unwrap();
+        assert_eq!(s.category, Category::CrioConfig);
+        let s = image_pull("release-image-download.sh[1016]: Pull failed. Retrying quay.io/openshift-release-dev/ocp-release@sha256:1...").unwrap();
+        assert_eq!(s.key, "quay.io");
+    }
+}
