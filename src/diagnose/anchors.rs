@@ -23,11 +23,12 @@ fn anchor_table() -> &'static [(&'static str, Dispatch)] {
     static TABLE: OnceLock<Vec<(&'static str, Dispatch)>> = OnceLock::new();
     TABLE.get_or_init(|| {
         let mut table: Vec<(&'static str, Dispatch)> = Vec::new();
-        let mut add = |anchor: &'static str, bit: Dispatch| {
-            match table.iter_mut().find(|(a, _)| *a == anchor) {
-                Some((_, bits)) => *bits |= bit,
-                None => table.push((anchor, bit)),
-            }
+        let mut add = |anchor: &'static str, bit: Dispatch| match table
+            .iter_mut()
+            .find(|(a, _)| *a == anchor)
+        {
+            Some((_, bits)) => *bits |= bit,
+            None => table.push((anchor, bit)),
         };
         for (i, rule) in RULES.iter().enumerate() {
             for anchor in rule.anchors {

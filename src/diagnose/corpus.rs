@@ -66,7 +66,12 @@ fn load() -> Vec<Case> {
                 .trim()
                 .to_owned();
             let cat_dir = category.file_name().unwrap().to_string_lossy().into_owned();
-            assert_eq!(label, cat_dir, "{}: label and folder differ", file.display());
+            assert_eq!(
+                label,
+                cat_dir,
+                "{}: label and folder differ",
+                file.display()
+            );
             let id = format!("{cat_dir}/{}", file.file_name().unwrap().to_string_lossy());
             cases.push(Case {
                 held: held.contains(&id),
@@ -80,7 +85,8 @@ fn load() -> Vec<Case> {
 }
 
 fn diagnose(text: &str) -> Outcome {
-    let scanner = scan_text("journal/excerpt.log", text.as_bytes()).expect("journal members are read");
+    let scanner =
+        scan_text("journal/excerpt.log", text.as_bytes()).expect("journal members are read");
     let placement = whole(&scanner);
     let mut engine = Engine::new();
     engine.absorb(scanner, placement);
@@ -108,7 +114,9 @@ struct Counts {
 }
 
 /// Per-category counts, top-1 right, failures, benign excerpts with an error.
-fn score<'a>(cases: impl Iterator<Item = &'a Case>) -> (BTreeMap<String, Counts>, u32, u32, Vec<String>) {
+fn score<'a>(
+    cases: impl Iterator<Item = &'a Case>,
+) -> (BTreeMap<String, Counts>, u32, u32, Vec<String>) {
     let mut per: BTreeMap<String, Counts> = BTreeMap::new();
     let (mut right, mut failures) = (0, 0);
     let mut benign_errors = Vec::new();
@@ -186,7 +194,10 @@ fn the_real_corpus_is_diagnosed_right() {
     );
     println!("{}", table(&tune, &held));
     let errors: Vec<&String> = tune_benign.iter().chain(&held_benign).collect();
-    assert!(errors.is_empty(), "benign excerpts with an error: {errors:#?}");
+    assert!(
+        errors.is_empty(),
+        "benign excerpts with an error: {errors:#?}"
+    );
     let top1 = f64::from(held_right) / f64::from(held_n.max(1));
     assert!(
         top1 >= HELD_BACK_TOP1,
@@ -198,7 +209,11 @@ fn the_real_corpus_is_diagnosed_right() {
 fn every_headline_is_short_and_leads_with_its_value() {
     for case in load() {
         if let Some(headline) = diagnose(&case.text).headline {
-            assert!(headline.chars().count() <= super::HEADLINE_MAX_CHARS, "{}: {headline}", case.id);
+            assert!(
+                headline.chars().count() <= super::HEADLINE_MAX_CHARS,
+                "{}: {headline}",
+                case.id
+            );
         }
     }
 }

@@ -347,11 +347,7 @@ impl Engine {
                 push_consequence(acc, consequence, at);
                 continue;
             }
-            let category = if unit == "NetworkManager-wait-online" {
-                Category::NetworkLink
-            } else {
-                Category::Other
-            };
+            let category = category_of_unit(&unit);
             let signal = Signal::new(
                 category,
                 unit.clone(),
@@ -368,6 +364,27 @@ impl Engine {
             acc.evidence.push((at, usize::MAX, evidence));
             push_consequence(acc, consequence, at);
         }
+    }
+}
+
+/// The category of a failed unit that no line explains, when the unit's
+/// job says it (the units of RHCOS, MCO and the installer).
+fn category_of_unit(unit: &str) -> Category {
+    match unit {
+        "NetworkManager-wait-online" | "NetworkManager" => Category::NetworkLink,
+        "node-valid-hostname" => Category::Hostname,
+        "ovs-configuration" | "openvswitch" | "ovsdb-server" | "ovs-vswitchd" => {
+            Category::OvsConfig
+        }
+        "machine-config-daemon-firstboot" | "machine-config-daemon-pull" => Category::MachineConfig,
+        "ostree-prepare-root" | "rpm-ostreed" | "ostree-finalize-staged" => {
+            Category::OsImageMismatch
+        }
+        "release-image" | "release-image-pivot" => Category::ImagePull,
+        "crio-wipe" => Category::CrioStorage,
+        "chronyd" | "chrony-wait" => Category::ClockSkew,
+        "nodeip-configuration" => Category::RouteConfig,
+        _ => Category::Other,
     }
 }
 
@@ -410,6 +427,10 @@ fn severity(acc: &Acc) -> Severity {
         Category::ApiUnreachable | Category::CsrPending
     );
     if recovered {
+        // A link that keeps going down and up is not a retry that worked.
+        if acc.signal.category == Category::NetworkLink && count >= 3 {
+            return Severity::Warning;
+        }
         // A retry that succeeded and failed nothing: every install has some.
         return Severity::Info;
     }

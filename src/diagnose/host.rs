@@ -27,8 +27,11 @@ pub(super) fn hostname(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    if msg.contains("duplicate node name") || (msg.contains("a Node with name") && msg.contains("already exists")) {
-        let name = after(msg, "a Node with name \"").map_or("this node", |r| token_until(r, &['"']));
+    if msg.contains("duplicate node name")
+        || (msg.contains("a Node with name") && msg.contains("already exists"))
+    {
+        let name =
+            after(msg, "a Node with name \"").map_or("this node", |r| token_until(r, &['"']));
         return Some(Signal::new(
             Category::Hostname,
             name,
@@ -57,7 +60,14 @@ pub(super) fn hostname(msg: &str) -> Option<Signal> {
         ));
     }
     // kubelet registering or looking up a node called localhost.
-    for lead in ["Attempting to register node", "node \"", "Unable to register node"] {
+    for lead in [
+        "Attempting to register node",
+        "node=\"",
+        "node=",
+        "node \"",
+        "nodes \\\"",
+        "Unable to register node",
+    ] {
         if let Some(rest) = after(msg, lead) {
             let name = token_until(rest.trim_start_matches([' ', '"', '\\']), &['"', ' ', '\\']);
             if LOCAL_NAMES.contains(&name) {
@@ -102,7 +112,9 @@ pub(super) fn ip_changed(msg: &str) -> Option<Signal> {
         return Some(Signal::new(
             Category::IpChanged,
             "etcd member",
-            format!("etcd's member address does not match this host's ({what}): the host's IP changed?"),
+            format!(
+                "etcd's member address does not match this host's ({what}): the host's IP changed?"
+            ),
             Nature::Fatal,
         ));
     }
@@ -160,13 +172,18 @@ mod tests {
 
     #[test]
     fn names_addresses_and_conflicts() {
-        let s = hostname("mco-hostname[1142]: waiting for non-localhost hostname to be assigned").unwrap();
+        let s = hostname("mco-hostname[1142]: waiting for non-localhost hostname to be assigned")
+            .unwrap();
         assert_eq!(s.category, Category::Hostname);
-        let s = hostname(r#"Unable to register node with API server" err="nodes \"localhost\" is forbidden" node="localhost""#);
+        let s = hostname(
+            r#"Unable to register node with API server" err="nodes \"localhost\" is forbidden" node="localhost""#,
+        );
         assert!(s.is_some());
-        let s = ip_changed("listen tcp 192.168.255.10:2380: bind: cannot assign requested address").unwrap();
+        let s = ip_changed("listen tcp 192.168.255.10:2380: bind: cannot assign requested address")
+            .unwrap();
         assert_eq!(s.key, "192.168.255.10");
-        let s = ip_changed("x509: certificate is valid for 10.96.0.1, 10.4.36.13, not 10.4.20.67").unwrap();
+        let s = ip_changed("x509: certificate is valid for 10.96.0.1, 10.4.36.13, not 10.4.20.67")
+            .unwrap();
         assert_eq!(s.key, "10.4.20.67");
         assert!(ip_changed("x509: certificate is valid for api.a.com, not api.b.com").is_none());
         let s = duplicate_ip("<warn> [1] device (eth0): IPv4: conflict detected for IP address 10.0.0.5 with host 52:54:00:aa:bb:cc").unwrap_or_else(|| duplicate_ip("IPv4: Conflict detected for IP address 10.0.0.5").unwrap());

@@ -43,7 +43,27 @@ pub fn registry_host(text: &str) -> Option<&str> {
             return Some(host);
         }
     }
-    url_host(text).map(|h| token_until(h, &[':']))
+    url_host(text)
+        .map(|h| token_until(h, &[':']))
+        .or_else(|| image_registry(text))
+}
+
+/// The registry of the first bare image reference in `text`
+/// (`quay.io/openshift-release-dev/ocp-release@sha256:…`).
+pub fn image_registry(text: &str) -> Option<&str> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '(' | ')' | ',' | '`'))
+        .filter_map(|t| t.split_once('/'))
+        .map(|(host, _)| host)
+        .find(|host| {
+            let name = host.split(':').next().unwrap_or(host);
+            name.contains('.')
+                && !name.starts_with('.')
+                && name.split('.').all(|p| {
+                    !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                })
+                && name.chars().any(|c| c.is_ascii_alphabetic())
+        })
+        .map(|host| token_until(host, &[':']))
 }
 
 /// At most `max` characters of `text`, with `…` when cut.
@@ -59,7 +79,10 @@ pub fn shorten_into(text: &str, max: usize, out: &mut String) {
     match text.char_indices().nth(max) {
         None => out.push_str(text),
         Some(_) => {
-            let keep = text.char_indices().nth(max.saturating_sub(1)).map_or(0, |(i, _)| i);
+            let keep = text
+                .char_indices()
+                .nth(max.saturating_sub(1))
+                .map_or(0, |(i, _)| i);
             out.push_str(&text[..keep]);
             if max > 0 {
                 out.push('…');

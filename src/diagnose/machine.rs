@@ -21,33 +21,43 @@ pub(super) fn os_image(msg: &str) -> Option<Signal> {
         return Some(Signal::new(
             Category::OsImageMismatch,
             "os image",
-            format!("the host booted another OS image than the release's {}", shorten(want, 80)),
+            format!(
+                "the host booted another OS image than the release's {}",
+                shorten(want, 80)
+            ),
             Nature::Fatal,
         ));
     }
-    const REBASE: &[&str] = &[
-        "failed to update OS to",
-        "Failed to update OS to",
-        "error running rpm-ostree rebase",
-        "rpm-ostree rebase",
-        "not new enough for new-format image",
-        "rpm-ostree is not new enough",
+    // A boot image too old for what the release asks of it.
+    const TOO_OLD: &[&str] = &[
+        "not new enough",
+        "Invalid refspec",
+        "unknown option",
+        "Unknown option",
+        "unrecognized option",
         "failed to deploy container image",
-        "Failed to pivot",
-        "failed to pivot",
-        "pivot failed",
+        "ostree-prepare-root",
+        "composefs",
     ];
-    if let Some(what) = REBASE.iter().find(|w| msg.contains(*w)) {
-        let failed = ["fail", "error", "Error", "not new enough"].iter().any(|w| msg.contains(w));
-        if failed {
-            let cause = after(msg, "error: ")
-                .or_else(|| after(msg, "possible root cause: "))
-                .map(|c| format!(": {}", shorten(c.trim(), 90)))
-                .unwrap_or_default();
+    let rebase = [
+        "rpm-ostree",
+        "ostree",
+        "rebase",
+        "pivot",
+        "osImage",
+        "deploy container image",
+    ]
+    .iter()
+    .any(|w| msg.contains(w));
+    if let Some(what) = TOO_OLD.iter().find(|w| msg.contains(*w)) {
+        let failed = ["fail", "error", "Error", "not new enough", "Invalid"]
+            .iter()
+            .any(|w| msg.contains(w));
+        if rebase && failed {
             return Some(Signal::new(
                 Category::OsImageMismatch,
                 "os image",
-                format!("the OS could not be rebased to the release's image ({what}){cause}"),
+                format!("the boot image's OS is too old to move to the release's ({what}): boot from the release's image"),
                 Nature::Fatal,
             ));
         }
@@ -68,6 +78,14 @@ pub(super) fn os_image(msg: &str) -> Option<Signal> {
 /// machine-config-daemon could not apply its config.
 pub(super) fn daemon(msg: &str) -> Option<Signal> {
     const FAILURES: &[&str] = &[
+        "failed to update OS to",
+        "Failed to update OS to",
+        "error running rpm-ostree",
+        "Failed to pivot",
+        "failed to pivot",
+        "nothing provides",
+        "pool is degraded",
+        "is degraded",
         "Marking Degraded due to",
         "unexpected on-disk state",
         "content mismatch for file",
@@ -97,6 +115,8 @@ pub(super) fn daemon(msg: &str) -> Option<Signal> {
 /// A manifest the installer or cluster-bootstrap cannot parse or apply.
 pub(super) fn manifest(msg: &str) -> Option<Signal> {
     const PARSE: &[&str] = &[
+        "Can't process manifest file",
+        "Invalid value: ",
         "failed to load some manifests",
         "unable to decode asset",
         "unable to convert asset",
@@ -115,9 +135,20 @@ pub(super) fn manifest(msg: &str) -> Option<Signal> {
     let what = PARSE.iter().find(|w| msg.contains(*w))?;
     // Only about manifests and install files: `error parsing` alone is any
     // parser's.
-    let about_manifests = ["manifest", "yaml", "YAML", "install-config", "asset", "json: ", "unmarshal", ".spec", "Invalid value", "is invalid"]
-        .iter()
-        .any(|w| msg.contains(w));
+    let about_manifests = [
+        "manifest",
+        "yaml",
+        "YAML",
+        "install-config",
+        "asset",
+        "json: ",
+        "unmarshal",
+        ".spec",
+        "Invalid value",
+        "is invalid",
+    ]
+    .iter()
+    .any(|w| msg.contains(w));
     if !about_manifests {
         return None;
     }
@@ -125,7 +156,17 @@ pub(super) fn manifest(msg: &str) -> Option<Signal> {
     Some(Signal::new(
         Category::BadManifest,
         file,
-        format!("{file} cannot be read or applied ({})", shorten(after(msg, what).map_or(*what, |r| if r.trim().is_empty() { what } else { r.trim() }), 110)),
+        format!(
+            "{file} cannot be read or applied ({})",
+            shorten(
+                after(msg, what).map_or(*what, |r| if r.trim().is_empty() {
+                    what
+                } else {
+                    r.trim()
+                }),
+                110
+            )
+        ),
         Nature::Fatal,
     ))
 }

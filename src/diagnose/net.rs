@@ -147,7 +147,16 @@ fn endpoint<'a>(text: &'a str, port: &str) -> Option<&'a str> {
 /// starts are normal in every install: only a long streak makes an error.
 pub(super) fn api(msg: &str) -> Option<Signal> {
     if msg.contains(":6443") {
-        let err = short_net_error(msg)?;
+        let err = short_net_error(msg).or_else(|| {
+            [
+                "was refused",
+                "Service Unavailable",
+                "connection timed out",
+                "timeout",
+            ]
+            .into_iter()
+            .find(|e| msg.contains(e))
+        })?;
         let ep = endpoint(msg, ":6443").unwrap_or("the API");
         return Some(Signal::new(
             Category::ApiUnreachable,
@@ -190,6 +199,21 @@ pub(super) fn mcs(msg: &str) -> Option<Signal> {
         ));
     }
     if !msg.contains(":22623") {
+        // Ignition fetching its pool's config on another port or name.
+        if msg.contains("GET error")
+            && (msg.contains("/config/master")
+                || msg.contains("/config/worker")
+                || msg.contains("/config/"))
+        {
+            let ep = url_host(msg).unwrap_or("the machine config server");
+            let err = short_net_error(msg).unwrap_or("GET error");
+            return Some(Signal::new(
+                Category::McsUnreachable,
+                ep,
+                format!("machine config server {ep} unreachable ({err})"),
+                Nature::Transient,
+            ));
+        }
         return None;
     }
     let ep = endpoint(msg, ":22623").unwrap_or("the machine config server");
@@ -221,14 +245,23 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
         if let Some(rest) = after(msg, "device (") {
             return Some(token_until(rest, &[')']));
         }
-        let at = msg
-            .find(": Link is")
-            .or_else(|| msg.find(": NIC Link is"))?;
-        let before = &msg[..at];
-        Some(before.rsplit(' ').next().unwrap_or(before))
+        if let Some(rest) = after(msg, "for interface ") {
+            return Some(token_until(rest, &[',', ' ']));
+        }
+        let at = msg.find(" NIC Link is").or_else(|| msg.find(" Link is"))?;
+        let before = msg[..at].trim_end_matches(':');
+        Some(
+            before
+                .rsplit([' ', ':'])
+                .find(|t| !t.is_empty())
+                .unwrap_or(before),
+        )
     };
     let down = msg.contains("link disconnected")
         || msg.contains("Link is Down")
+        || msg.contains("link status down")
+        || msg.contains("link status definitely down")
+        || msg.contains("without any active interface")
         || (msg.contains("-> unavailable") && msg.contains("carrier"));
     let up = msg.contains("link connected") || msg.contains("Link is Up");
     if down || up {
@@ -251,13 +284,20 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
     // NetworkManager giving up on a connection: no carrier, no DHCP lease.
     for (what, why) in [
         ("reason 'carrier-changed'", "no carrier"),
-        ("reason 'ip-config-unavailable'", "no address: DHCP got no lease"),
+        (
+            "reason 'ip-config-unavailable'",
+            "no address: DHCP got no lease",
+        ),
         ("Activation: failed for connection", "activation failed"),
         ("request timed out", "DHCP got no lease"),
         ("no-carrier", "no carrier"),
     ] {
         if msg.contains(what) && (what != "request timed out" || msg.contains("dhcp")) {
-            if what.starts_with("reason") && !msg.contains("-> unavailable") && !msg.contains("-> failed") && !msg.contains("-> disconnected") {
+            if what.starts_with("reason")
+                && !msg.contains("-> unavailable")
+                && !msg.contains("-> failed")
+                && !msg.contains("-> disconnected")
+            {
                 continue;
             }
             let dev = device().filter(|d| !d.is_empty()).unwrap_or("an interface");

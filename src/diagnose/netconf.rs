@@ -25,12 +25,25 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         || msg.contains("br-ex")
         || msg.contains("ovs-if-");
     if let Some(what) = FAILURES.iter().find(|w| msg.contains(*w)) {
-        let failed = !what.starts_with("ovs") || ["error", "failed", "Error", "not connect"].iter().any(|w| msg.contains(w));
+        let failed = !what.starts_with("ovs")
+            || ["error", "failed", "Error", "not connect"]
+                .iter()
+                .any(|w| msg.contains(w));
         if failed {
             return Some(Signal::new(
                 Category::OvsConfig,
                 "br-ex",
-                format!("configure-ovs could not set up br-ex ({})", shorten(after(msg, what).map_or(*what, |r| if r.trim().len() > 3 { r.trim() } else { what }), 110)),
+                format!(
+                    "configure-ovs could not set up br-ex ({})",
+                    shorten(
+                        after(msg, what).map_or(*what, |r| if r.trim().len() > 3 {
+                            r.trim()
+                        } else {
+                            what
+                        }),
+                        110
+                    )
+                ),
                 Nature::Fatal,
             ));
         }
@@ -40,7 +53,10 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
             return Some(Signal::new(
                 Category::OvsConfig,
                 "br-ex",
-                format!("configure-ovs could not set up br-ex ({})", shorten(rest.trim(), 110)),
+                format!(
+                    "configure-ovs could not set up br-ex ({})",
+                    shorten(rest.trim(), 110)
+                ),
                 Nature::Fatal,
             ));
         }
@@ -107,13 +123,20 @@ pub(super) fn mtu(msg: &str) -> Option<Signal> {
         "MTU (",
     ];
     let what = MTU.iter().find(|w| msg.contains(*w))?;
-    if what.starts_with("MTU") && !["small", "large", "mismatch", "exceed", "bigger"].iter().any(|w| msg.contains(w)) {
+    if what.starts_with("MTU")
+        && !["small", "large", "mismatch", "exceed", "bigger"]
+            .iter()
+            .any(|w| msg.contains(w))
+    {
         return None;
     }
     Some(Signal::new(
         Category::MtuMismatch,
         "mtu",
-        format!("packets larger than the path's MTU are lost ({})", shorten(msg.trim(), 100)),
+        format!(
+            "packets larger than the path's MTU are lost ({})",
+            shorten(msg.trim(), 100)
+        ),
         Nature::Fatal,
     ))
 }
@@ -138,13 +161,27 @@ pub(super) fn egress(msg: &str) -> Option<Signal> {
         .map(|r| token_until(r, &[' ', '"']).trim_end_matches(':'))
         .or_else(|| after(msg, "connect to ").map(|r| token_until(r, &[' '])))
         .or_else(|| url_host(msg))?;
-    let host = target.rsplit_once(':').map_or(target, |(h, _)| h).trim_matches(['[', ']']);
+    let host = target
+        .rsplit_once(':')
+        .map_or(target, |(h, _)| h)
+        .trim_matches(['[', ']']);
     let ip = ip_in(host).and_then(|a| a.parse::<std::net::IpAddr>().ok());
     let outside = match ip {
-        Some(std::net::IpAddr::V4(v4)) => !(v4.is_private() || v4.is_loopback() || v4.is_link_local()),
-        Some(std::net::IpAddr::V6(v6)) => !(v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00 || (v6.segments()[0] & 0xffc0) == 0xfe80),
+        Some(std::net::IpAddr::V4(v4)) => {
+            !(v4.is_private() || v4.is_loopback() || v4.is_link_local())
+        }
+        Some(std::net::IpAddr::V6(v6)) => {
+            !(v6.is_loopback()
+                || (v6.segments()[0] & 0xfe00) == 0xfc00
+                || (v6.segments()[0] & 0xffc0) == 0xfe80)
+        }
         // A name: registries and the like are outside.
-        None => host.contains('.') && !host.ends_with(".local") && !host.starts_with("api") && !host.contains(".svc"),
+        None => {
+            host.contains('.')
+                && !host.ends_with(".local")
+                && !host.starts_with("api")
+                && !host.contains(".svc")
+        }
     };
     if !outside {
         return None;
@@ -152,7 +189,10 @@ pub(super) fn egress(msg: &str) -> Option<Signal> {
     Some(Signal::new(
         Category::EgressBlocked,
         url_host(msg).map_or(host, |h| token_until(h, &[':'])),
-        format!("connections to {target} {} (a firewall drops them?)", what.trim_start_matches("connect: ")),
+        format!(
+            "connections to {target} {} (a firewall drops them?)",
+            what.trim_start_matches("connect: ")
+        ),
         Nature::Transient,
     ))
 }
@@ -170,7 +210,8 @@ mod tests {
         let s = dns_config("dial tcp: lookup registry-1.docker.io on [::1]:53: read udp [::1]:35711->[::1]:53: read: connection refused").unwrap();
         assert_eq!(s.category, Category::DnsConfig);
         assert!(dns_config("lookup quay.io on 10.0.0.1:53: no such host").is_none());
-        let s = egress(r#"Get https://quay.io/v2/: dial tcp 54.83.191.206:443: i/o timeout"#).unwrap();
+        let s =
+            egress(r#"Get https://quay.io/v2/: dial tcp 54.83.191.206:443: i/o timeout"#).unwrap();
         assert_eq!(s.category, Category::EgressBlocked);
         assert!(egress("dial tcp 10.0.0.5:443: i/o timeout").is_none());
         assert!(mtu("write: message too long").is_some());

@@ -15,6 +15,27 @@ pub(super) fn csr(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
+    // The kubelet's serving certificate not approved: the API cannot reach
+    // it (`oc logs` answers `remote error: tls: internal error`).
+    if msg.contains("no serving certificate available for the kubelet")
+        || (msg.contains(":10250") && msg.contains("tls: internal error"))
+    {
+        return Some(Signal::new(
+            Category::CsrPending,
+            "kubelet serving certificate",
+            "kubelet has no serving certificate: its CSR is not approved (tls: internal error on :10250)".into(),
+            Nature::Transient,
+        ));
+    }
+    if msg.contains("not authorized: No target machine") {
+        return Some(Signal::new(
+            Category::CsrPending,
+            "kubelet client certificate",
+            "the machine approver refuses the node's CSR (no target machine): approve it by hand"
+                .into(),
+            Nature::Transient,
+        ));
+    }
     if let Some(rest) = after(msg, "csr-") {
         if msg.contains("Pending") {
             let name = format!("csr-{}", token_until(rest, &[' ', '"', ',']));
@@ -31,7 +52,7 @@ pub(super) fn csr(msg: &str) -> Option<Signal> {
 
 /// `avc:  denied  { read } for  pid=1 comm="crio" … tclass=file permissive=0`.
 pub(super) fn selinux(msg: &str) -> Option<Signal> {
-    let rest = after(msg, "avc:  denied")?;
+    let rest = after(msg, "avc:  denied").or_else(|| after(msg, "avc: denied"))?;
     let perms = after(rest, "{ ").map_or("", |r| token_until(r, &['}']).trim());
     let comm = after(rest, "comm=\"").map_or("?", |r| token_until(r, &['"']));
     let tclass = after(rest, "tclass=").map_or("?", |r| token_until(r, &[' ']));

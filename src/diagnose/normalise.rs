@@ -23,7 +23,11 @@ pub enum Stamp {
     /// Seconds since the Unix epoch.
     Full(i64),
     /// A stamp without a year (syslog's `Feb 03 10:04:01`, klog's `E0203`).
-    YearLess { month: u8, day: u8, secs_of_day: u32 },
+    YearLess {
+        month: u8,
+        day: u8,
+        secs_of_day: u32,
+    },
 }
 
 /// What kind of line it is.
@@ -82,7 +86,9 @@ pub fn parse(line: &str) -> Parts<'_> {
     // A pod log or capnslog line opens with an ISO stamp too: its own.
     let own_stamp = text.as_bytes().first().is_some_and(u8::is_ascii_digit)
         && iso_stamp(text).is_some_and(|(_, rest)| {
-            rest.starts_with("stdout ") || rest.starts_with("stderr ") || rest.get(1..4) == Some(" | ")
+            rest.starts_with("stdout ")
+                || rest.starts_with("stderr ")
+                || rest.get(1..4) == Some(" | ")
         });
     if own_stamp {
         // Read by the loop below.
@@ -124,7 +130,13 @@ fn strip_paste(line: &str) -> &str {
     let mut text = line.trim_start();
     loop {
         let before = text.len();
-        for marker in ["> ", ">", "\u{2514}\u{2500}", "\u{2502} ", "\u{251c}\u{2500}"] {
+        for marker in [
+            "> ",
+            ">",
+            "\u{2514}\u{2500}",
+            "\u{2502} ",
+            "\u{251c}\u{2500}",
+        ] {
             if let Some(rest) = text.strip_prefix(marker) {
                 text = rest.trim_start();
             }
@@ -398,7 +410,13 @@ fn inner_prefix(text: &str) -> Option<(Option<Stamp>, Option<&str>, &str)> {
         }
         // Go's log: `2024/01/02 03:04:05 message`.
         if b.len() > 20 && b[4] == b'/' && b[7] == b'/' && b[10] == b' ' {
-            let iso = format!("{}-{}-{}T{}Z", &text[..4], &text[5..7], &text[8..10], &text[11..19]);
+            let iso = format!(
+                "{}-{}-{}T{}Z",
+                &text[..4],
+                &text[5..7],
+                &text[8..10],
+                &text[11..19]
+            );
             let at = parse_rfc3339(&iso)?;
             let rest = text[19..].trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
             return Some((Some(Stamp::Full(at)), None, rest.trim_start()));
@@ -485,7 +503,11 @@ pub fn run_together(text: &str) -> Vec<usize> {
         let Some(head) = text.get(at..) else {
             continue;
         };
-        if !head.as_bytes().first().is_some_and(|c| c.is_ascii_alphanumeric()) {
+        if !head
+            .as_bytes()
+            .first()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        {
             continue;
         }
         let prev = text[..at - 1].trim_end();
@@ -524,7 +546,10 @@ mod tests {
         let p = parse("2026-11-22T11:00:01+0100 h systemd[1]: x");
         assert_eq!(p.at, Some(1_795_341_601));
         let p = parse("Sun 2026-11-22 10:00:01 UTC master-0 kubelet[1]: m");
-        assert_eq!((p.at, p.ident, p.message), (Some(1_795_341_601), Some("kubelet"), "m"));
+        assert_eq!(
+            (p.at, p.ident, p.message),
+            (Some(1_795_341_601), Some("kubelet"), "m")
+        );
     }
 
     #[test]
@@ -533,7 +558,11 @@ mod tests {
         assert_eq!(p.at, None);
         assert_eq!(
             p.stamp,
-            Some(Stamp::YearLess { month: 2, day: 3, secs_of_day: 36_241 })
+            Some(Stamp::YearLess {
+                month: 2,
+                day: 3,
+                secs_of_day: 36_241
+            })
         );
         assert_eq!(p.ident, Some("bootkube.sh"));
         assert_eq!(p.message, "Error: boom");
@@ -554,16 +583,26 @@ mod tests {
         assert_eq!(p.at, Some(1_795_341_601));
         let p = parse("E1018 03:03:52.904189    3674 reflector.go:147] pkg: Failed to watch");
         assert_eq!(p.message, "pkg: Failed to watch");
-        assert!(matches!(p.stamp, Some(Stamp::YearLess { month: 10, day: 18, .. })));
+        assert!(matches!(
+            p.stamp,
+            Some(Stamp::YearLess {
+                month: 10,
+                day: 18,
+                ..
+            })
+        ));
     }
 
     #[test]
     fn capnslog_cri_logrus_golog_and_zap() {
-        let p = parse("2018-12-08 06:57:52.861971 W | etcdserver: read-only range request took too long");
+        let p = parse(
+            "2018-12-08 06:57:52.861971 W | etcdserver: read-only range request took too long",
+        );
         assert_eq!(p.ident, Some("etcdserver"));
         assert_eq!(p.message, "read-only range request took too long");
         assert_eq!(p.at, parse_rfc3339("2018-12-08T06:57:52Z"));
-        let p = parse("2024-01-02T03:04:05.123456789+00:00 stderr F E0102 03:04:05.1 1 x.go:1] boom");
+        let p =
+            parse("2024-01-02T03:04:05.123456789+00:00 stderr F E0102 03:04:05.1 1 x.go:1] boom");
         assert_eq!(p.message, "boom");
         let p = parse(r#"time="2024-01-02T03:04:05Z" level=error msg="pull failed""#);
         assert_eq!(p.message, r#"level=error msg="pull failed""#);
@@ -588,13 +627,19 @@ mod tests {
         assert_eq!((h.shape, h.ident), (Shape::StatusHeader, Some("kubelet")));
         let a = parse("     Active: failed (Result: exit-code) since Mon 2024-01-01");
         assert_eq!(a.shape, Shape::StatusFailed);
-        assert_eq!(parse("[   12.345678] ens3: Link is Down").message, "ens3: Link is Down");
+        assert_eq!(
+            parse("[   12.345678] ens3: Link is Down").message,
+            "ens3: Link is Down"
+        );
     }
 
     #[test]
     fn no_prefix_is_all_message() {
         let p = parse("Filesystem Size Used");
-        assert_eq!((p.at, p.ident, p.message), (None, None, "Filesystem Size Used"));
+        assert_eq!(
+            (p.at, p.ident, p.message),
+            (None, None, "Filesystem Size Used")
+        );
         assert_eq!(parse("").message, "");
         assert_eq!(parse("2026-13-01T00:00:00Z x").at, None);
     }

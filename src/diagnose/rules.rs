@@ -52,6 +52,10 @@ pub(super) const RULES: &[Rule] = &[
             "expired certificate",
             "certificate expired",
             "crypto/rsa: verification error",
+            "certificate is expired",
+            "Certificate is expired",
+            "is expired: ",
+            " expired at ",
         ],
     },
     Rule {
@@ -157,6 +161,9 @@ pub(super) const RULES: &[Rule] = &[
             "read-write layer",
             "structure needs cleaning",
             "is not supported over",
+            "could not restore sandbox",
+            "parent snapshot",
+            "resource busy",
         ],
     },
     Rule {
@@ -176,12 +183,13 @@ pub(super) const RULES: &[Rule] = &[
         check: machine::os_image,
         anchors: &[
             "osImageURL",
-            "update OS to",
-            "rpm-ostree rebase",
             "not new enough",
+            "Invalid refspec",
+            "nknown option",
+            "unrecognized option",
             "failed to deploy container image",
-            "ailed to pivot",
-            "pivot failed",
+            "ostree-prepare-root",
+            "composefs",
             "unsupported config version",
             "config version not supported",
         ],
@@ -197,6 +205,11 @@ pub(super) const RULES: &[Rule] = &[
             "pass --confirm to overwrite",
             "error extracting",
             "ailed to extract",
+            "update OS to",
+            "error running rpm-ostree",
+            "ailed to pivot",
+            "nothing provides",
+            "is degraded",
         ],
     },
     Rule {
@@ -250,7 +263,7 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "net::mcs",
         check: net::mcs,
-        anchors: &[":22623", "GET result: OK"],
+        anchors: &[":22623", "GET result: OK", "GET error"],
     },
     Rule {
         name: "net::api",
@@ -300,6 +313,8 @@ pub(super) const RULES: &[Rule] = &[
             "Activation: failed",
             "request timed out",
             "no-carrier",
+            "link status",
+            "without any active interface",
         ],
     },
     Rule {
@@ -314,12 +329,18 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "node::csr",
         check: node::csr,
-        anchors: &["not signed", "Pending"],
+        anchors: &[
+            "not signed",
+            "Pending",
+            "no serving certificate",
+            "tls: internal error",
+            "No target machine",
+        ],
     },
     Rule {
         name: "node::selinux",
         check: node::selinux,
-        anchors: &["avc:  denied"],
+        anchors: &["avc:  denied", "avc: denied"],
     },
     Rule {
         name: "machine::manifest",
@@ -339,6 +360,8 @@ pub(super) const RULES: &[Rule] = &[
             "is invalid: ",
             "unknown field",
             "cannot unmarshal",
+            "Can't process manifest",
+            "Invalid value: ",
         ],
     },
     Rule {

@@ -27,16 +27,26 @@ pub(super) fn crio_config(msg: &str) -> Option<Signal> {
         return Some(Signal::new(
             Category::CrioConfig,
             "crio.conf",
-            format!("CRI-O refuses its configuration ({}{}{})", what.trim_start_matches('a'), if detail.is_empty() { "" } else { ": " }, shorten(detail.trim_end_matches('"'), 100)),
+            format!(
+                "CRI-O refuses its configuration ({}{}{})",
+                what.trim_start_matches('a'),
+                if detail.is_empty() { "" } else { ": " },
+                shorten(detail.trim_end_matches('"'), 100)
+            ),
             Nature::Fatal,
         ));
     }
     let crio = msg.contains("crio") || msg.contains("cri-o") || msg.contains("CRI-O");
-    if crio && (msg.contains("toml:") || msg.contains("Near line") || msg.contains("(last key parsed")) {
+    if crio
+        && (msg.contains("toml:") || msg.contains("Near line") || msg.contains("(last key parsed"))
+    {
         return Some(Signal::new(
             Category::CrioConfig,
             "crio.conf",
-            format!("CRI-O's configuration file does not parse ({})", shorten(msg.trim(), 100)),
+            format!(
+                "CRI-O's configuration file does not parse ({})",
+                shorten(msg.trim(), 100)
+            ),
             Nature::Fatal,
         ));
     }
@@ -68,9 +78,17 @@ pub(super) fn image_pull(msg: &str) -> Option<Signal> {
     let summary = if what.contains("rate") || what.contains("many") {
         format!("{registry} refused pulls: rate limit reached")
     } else {
-        format!("image pull from {registry} failed ({})", what.trim_start_matches('r'))
+        format!(
+            "image pull from {registry} failed ({})",
+            what.trim_start_matches('r')
+        )
     };
-    Some(Signal::new(Category::ImagePull, registry, summary, Nature::Transient))
+    Some(Signal::new(
+        Category::ImagePull,
+        registry,
+        summary,
+        Nature::Transient,
+    ))
 }
 
 #[cfg(test)]

@@ -19,13 +19,21 @@ pub(super) fn full(msg: &str) -> Option<Signal> {
         "disk pressure",
     ];
     if let Some(what) = PRESSURE.iter().find(|w| msg.contains(*w)) {
-        if what.contains("ressure") && !(msg.contains("has disk pressure") || msg.contains("HasDiskPressure")) {
+        if what.contains("ressure")
+            && !(msg.contains("has disk pressure") || msg.contains("HasDiskPressure"))
+        {
             return None;
         }
         let (key, summary) = if what.contains("database") {
-            ("etcd database", "etcd's database reached its quota (mvcc: database space exceeded)".to_owned())
+            (
+                "etcd database",
+                "etcd's database reached its quota (mvcc: database space exceeded)".to_owned(),
+            )
         } else {
-            ("node disk", format!("the node's disk is nearly full ({what})"))
+            (
+                "node disk",
+                format!("the node's disk is nearly full ({what})"),
+            )
         };
         return Some(Signal::new(Category::DiskFull, key, summary, Nature::Fatal));
     }
@@ -92,7 +100,9 @@ pub(super) fn etcd(msg: &str) -> Option<Signal> {
         "slow fdatasync"
     } else if msg.contains("took too long") && !msg.contains("ReadIndex") {
         "request took too long"
-    } else if msg.contains("leader is overloaded likely from slow disk") || msg.contains("server is likely overloaded") {
+    } else if msg.contains("leader is overloaded likely from slow disk")
+        || msg.contains("server is likely overloaded")
+    {
         "heartbeat late: leader overloaded by a slow disk"
     } else if msg.contains("send out heartbeat on time") {
         "heartbeat late"
@@ -132,6 +142,8 @@ pub(super) fn etcd(msg: &str) -> Option<Signal> {
 pub(super) fn crio_storage(msg: &str) -> Option<Signal> {
     const BROKEN: &[&str] = &[
         "read-write layer",
+        "could not restore sandbox",
+        "parent snapshot",
         "structure needs cleaning",
         "is not supported over",
         "layer not known",
@@ -148,6 +160,10 @@ pub(super) fn crio_storage(msg: &str) -> Option<Signal> {
             (msg.contains("/var/lib/containers/storage/overlay")
                 && msg.contains("no such file or directory"))
             .then_some("overlay layer missing (no such file or directory)")
+        })
+        .or_else(|| {
+            (msg.contains("/var/lib/containers/storage") && msg.contains("resource busy"))
+                .then_some("storage busy: it could not be wiped (Device or resource busy)")
         })?;
     Some(Signal::new(
         Category::CrioStorage,

@@ -257,10 +257,10 @@ fn the_anchor_finder_agrees_with_the_automaton() {
             let needle_only: String = anchor.chars().skip(1).collect();
             let text = format!("{needle_only} {}{anchor} tail\n", &filler[..lead]);
             let bytes = text.as_bytes();
-            let want = anchors()
-                .find_iter(bytes)
-                .map(|m| m.start())
-                .find(|&at| text[at..].starts_with(anchor));
+            // Anchors overlap (`expired certificate`, `certificate has
+            // expired`): the plain search, not the automaton's
+            // non-overlapping walk, says where this one is.
+            let want = text.find(anchor);
             let line_of = |at: usize| memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
             let got = finder.find(bytes, 0);
             assert_eq!(

@@ -155,21 +155,49 @@ pub(super) fn expired(msg: &str) -> Option<Signal> {
         } else {
             format!("{host}'s certificate is expired or not yet valid against the host clock")
         };
-        return Some(Signal::new(Category::ExpiredCertificate, host, summary, Nature::Fatal));
+        return Some(Signal::new(
+            Category::ExpiredCertificate,
+            host,
+            summary,
+            Nature::Fatal,
+        ));
     }
     const EXPIRED: &[&str] = &[
         "tls: expired certificate",
+        "certificate is expired",
+        "Certificate is expired",
+        "is expired: ",
         "certificate has expired",
         "certificate expired",
         "crypto/rsa: verification error",
     ];
+    if let Some(rest) = after(msg, " expired at ") {
+        if msg.contains("ertificate") {
+            let name = after(msg, "Certificate ")
+                .map(|r| token_until(r, &[' ']))
+                .filter(|n| n.contains('.'))
+                .unwrap_or(host);
+            let when = token_until(rest, &[' ', '.']).trim_end_matches('.');
+            return Some(Signal::new(
+                Category::ExpiredCertificate,
+                "install assets",
+                format!("{name} expired at {when}: these install assets are from an older attempt; create them anew"),
+                Nature::Fatal,
+            ));
+        }
+    }
     let what = EXPIRED.iter().find(|w| msg.contains(*w))?;
     let summary = if what.contains("rsa") {
         format!("{host}'s certificate is signed by another CA than this cluster's (crypto/rsa: verification error): assets of an older install?")
     } else {
         format!("{host}'s certificate expired ({what})")
     };
-    Some(Signal::new(Category::ExpiredCertificate, host, summary, Nature::Fatal))
+    Some(Signal::new(
+        Category::ExpiredCertificate,
+        host,
+        summary,
+        Nature::Fatal,
+    ))
 }
 
 #[cfg(test)]
@@ -192,7 +220,11 @@ mod tests {
         assert!(clock(after_end).is_none());
         let s = expired(after_end).unwrap();
         assert_eq!(s.category, Category::ExpiredCertificate);
-        assert!(s.summary.contains("expired at 2026-12-01T00:00:00Z"), "{}", s.summary);
+        assert!(
+            s.summary.contains("expired at 2026-12-01T00:00:00Z"),
+            "{}",
+            s.summary
+        );
     }
 
     #[test]
