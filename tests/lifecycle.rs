@@ -101,7 +101,7 @@ async fn first_boot_sets_local_ignition_ships_logs_and_cleans_up_when_its_budget
     let info = host["progress_info"].as_str().unwrap_or_default();
     assert!(
         (info.starts_with("bootkube:") && info.contains("mco-bootstrap failed"))
-            || info.starts_with("warning dns_resolution: quay.io did not resolve"),
+            || info.starts_with("quay.io did not resolve"),
         "worst bootstrap finding not reported as progress_info: {info:?}"
     );
     let uploads = uploads_of(host, "host_boot");

@@ -9,7 +9,7 @@ use super::signal::{Category, Severity};
 
 pub const FORMAT_VERSION: u32 = 1;
 /// Longest `progress_info` headline, in characters.
-pub const HEADLINE_MAX_CHARS: usize = 200;
+pub const HEADLINE_MAX_CHARS: usize = 160;
 
 /// One line a finding rests on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,23 +76,18 @@ pub struct Diagnosis {
 }
 
 impl Diagnosis {
-    /// The worst finding as one line for `progress_info`: `severity
-    /// category: summary`, at most [`HEADLINE_MAX_CHARS`] characters. Only
-    /// errors and warnings: an info is not worth the UI's attention.
+    /// The worst finding as one line for `progress_info`, which the assisted
+    /// UI prints after the stage name: its summary (the decisive value
+    /// first), the failed services after it only as far as they fit whole,
+    /// at most [`HEADLINE_MAX_CHARS`] characters. Only errors and warnings:
+    /// an info is not worth the UI's attention.
     pub fn headline(&self) -> Option<String> {
         let worst = self
             .findings
             .iter()
             .find(|f| f.severity != Severity::Info)?;
-        // The cause first; the failed services after it only as far as they
-        // fit whole, so the line never ends in half a unit name.
         let mut parts = worst.summary.split("; ");
-        let mut headline = format!(
-            "{} {}: {}",
-            worst.severity.as_str(),
-            worst.category.as_str(),
-            parts.next().unwrap_or_default()
-        );
+        let mut headline = parts.next().unwrap_or_default().to_owned();
         for part in parts {
             if headline.chars().count() + 2 + part.chars().count() > HEADLINE_MAX_CHARS {
                 break;

@@ -107,6 +107,9 @@ pub(super) fn ip_changed(msg: &str) -> Option<Signal> {
         "not a member of the etcd cluster",
         "has already been bootstrapped",
         "does not match local member",
+        "--initial-advertise-peer-urls has",
+        "failed to find local ID in cluster members",
+        "unmatched member while checking PeerURLs",
     ];
     if let Some(what) = ETCD_MEMBERSHIP.iter().find(|w| msg.contains(*w)) {
         return Some(Signal::new(
@@ -147,7 +150,12 @@ pub(super) fn duplicate_ip(msg: &str) -> Option<Signal> {
         "Duplicate address detected",
         "Unexpected mac address for arping",
         "address conflict",
+        "Address conflict",
         "IP conflict",
+        "DAD failed",
+        "duplicate address check failed",
+        "IPv6 duplicate address",
+        "because of DAD conflicts",
     ];
     let what = CONFLICT.iter().find(|w| msg.contains(*w))?;
     let addr = ip_in(msg).unwrap_or("an address");

@@ -128,7 +128,6 @@ pub(super) fn manifest(msg: &str) -> Option<Signal> {
         "failed to load asset \"Install Config\"",
         "invalid \"install-config.yaml\" file",
         "failed to parse",
-        "is invalid: ",
         "unknown field",
         "cannot unmarshal",
     ];
@@ -145,7 +144,6 @@ pub(super) fn manifest(msg: &str) -> Option<Signal> {
         "unmarshal",
         ".spec",
         "Invalid value",
-        "is invalid",
     ]
     .iter()
     .any(|w| msg.contains(w));
@@ -187,7 +185,12 @@ mod tests {
 
     #[test]
     fn rebase_degraded_and_manifests() {
-        let s = os_image("machine-config-daemon[2137]: Error: failed to update OS to quay.io/x@sha256:1 after retries: error running rpm-ostree rebase").unwrap();
+        // A rebase that failed is the daemon's; one the boot image cannot
+        // even express is the boot image's.
+        let rebase = "Error: failed to update OS to quay.io/x@sha256:1 after retries: error running rpm-ostree rebase";
+        assert!(os_image(rebase).is_none());
+        assert_eq!(daemon(rebase).unwrap().category, Category::MachineConfig);
+        let s = os_image("error: Invalid refspec ostree-unverified-registry:quay.io/openshift/okd-content@sha256:ae04").unwrap();
         assert_eq!(s.category, Category::OsImageMismatch);
         let s = daemon(r#"Marking Degraded due to: "unexpected on-disk state validating against rendered-master-1""#).unwrap();
         assert_eq!(s.category, Category::MachineConfig);

@@ -45,6 +45,15 @@ pub(super) fn dns(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
+    if let Some(rest) = after(msg, "DNS lookup failure for: ") {
+        let host = token_until(rest, &[' ', ',']);
+        return Some(Signal::new(
+            Category::DnsResolution,
+            host,
+            format!("{host} did not resolve (DNS lookup failure)"),
+            Nature::Transient,
+        ));
+    }
     if let Some(rest) = after(msg, "Could not resolve host: ") {
         let host = token_until(rest, &[' ', ';', '"', ')']);
         if !host.is_empty() {
@@ -291,6 +300,18 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
         ("Activation: failed for connection", "activation failed"),
         ("request timed out", "DHCP got no lease"),
         ("no-carrier", "no carrier"),
+        ("reason 'dhcp-failed'", "DHCP failed"),
+        ("reason 'dhcp-error'", "DHCP failed"),
+        ("reason 'dhcp-start-failed'", "DHCP failed"),
+        ("state changed no lease", "DHCP lease lost or never given"),
+        (
+            "client bound but IP config not received",
+            "DHCP gave no address",
+        ),
+        (
+            "could not be attached as port",
+            "a bond or bridge port failed",
+        ),
     ] {
         if msg.contains(what) && (what != "request timed out" || msg.contains("dhcp")) {
             if what.starts_with("reason")

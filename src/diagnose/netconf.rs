@@ -19,6 +19,10 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         "Cannot bring up any slave interface",
         "ovs-vsctl: ",
         "ovsdb-server",
+        "no port named br-ex",
+        "no bridge named br-ex",
+        "reason 'ovsdb-failed'",
+        "of local ovs-interface",
     ];
     let ovs_context = msg.contains("configure-ovs")
         || msg.contains("ovs-")
@@ -26,9 +30,16 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         || msg.contains("ovs-if-");
     if let Some(what) = FAILURES.iter().find(|w| msg.contains(*w)) {
         let failed = !what.starts_with("ovs")
-            || ["error", "failed", "Error", "not connect"]
-                .iter()
-                .any(|w| msg.contains(w));
+            || [
+                "error",
+                "failed",
+                "Error",
+                "not connect",
+                "no port named",
+                "no bridge named",
+            ]
+            .iter()
+            .any(|w| msg.contains(w));
         if failed {
             return Some(Signal::new(
                 Category::OvsConfig,
@@ -72,6 +83,8 @@ pub(super) fn route(msg: &str) -> Option<Signal> {
         "failed to get default gateway",
         "no default route",
         "No default route",
+        "unable to configure IPv4 route",
+        "unable to configure IPv6 route",
     ];
     if let Some(what) = NO_GATEWAY.iter().find(|w| msg.contains(*w)) {
         return Some(Signal::new(
@@ -184,6 +197,16 @@ pub(super) fn egress(msg: &str) -> Option<Signal> {
         }
     };
     if !outside {
+        // TCP connects but the handshake's large packets never arrive:
+        // inside the network that is the path MTU.
+        if *what == "TLS handshake timeout" && ip.is_some_and(|a| !a.is_loopback()) {
+            return Some(Signal::new(
+                Category::MtuMismatch,
+                host,
+                format!("TLS handshakes with {target} time out while TCP connects: large packets are lost (path MTU?)"),
+                Nature::Transient,
+            ));
+        }
         return None;
     }
     Some(Signal::new(

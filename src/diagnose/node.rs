@@ -52,6 +52,15 @@ pub(super) fn csr(msg: &str) -> Option<Signal> {
 
 /// `avc:  denied  { read } for  pid=1 comm="crio" … tclass=file permissive=0`.
 pub(super) fn selinux(msg: &str) -> Option<Signal> {
+    // The loader's mprotect refused by SELinux's execmod/execmem checks.
+    if msg.contains("RELRO protection failed: Permission denied") {
+        return Some(Signal::new(
+            Category::Selinux,
+            "RELRO",
+            "SELinux refused a program's memory protection (RELRO protection failed: Permission denied)".into(),
+            Nature::Transient,
+        ));
+    }
     let rest = after(msg, "avc:  denied").or_else(|| after(msg, "avc: denied"))?;
     let perms = after(rest, "{ ").map_or("", |r| token_until(r, &['}']).trim());
     let comm = after(rest, "comm=\"").map_or("?", |r| token_until(r, &['"']));

@@ -488,6 +488,12 @@ pub fn starts_record(text: &str) -> bool {
         || is_command(text)
 }
 
+/// Whether lines after `text` may continue it: an event some program
+/// logged, not a command typed or a status block's header.
+pub fn takes_continuations(text: &str) -> bool {
+    starts_record(text) && parse(text).shape == Shape::Event
+}
+
 /// Byte offsets in `text` (after its first) where another journal record
 /// starts: several messages run together on one line.
 pub fn run_together(text: &str) -> Vec<usize> {

@@ -17,8 +17,16 @@ pub(super) fn auth(msg: &str) -> Option<Signal> {
         "401 (Unauthorized)",
         "401 Unauthorized",
         ": unauthorized",
+        "no basic auth credentials",
+        "authentication failure",
+        "authentication required",
+        "pull access denied",
+        "unable to retrieve auth token",
     ];
-    let what = REFUSALS.iter().find(|r| msg.contains(*r))?;
+    let what = REFUSALS.iter().find(|r| msg.contains(*r)).or_else(|| {
+        // A registry refusing its token endpoint: the credentials.
+        (msg.contains("403 Forbidden") && msg.contains("token")).then_some(&"403 Forbidden")
+    })?;
     let registry = registry_host(msg).unwrap_or("the registry");
     Some(Signal::new(
         Category::RegistryAuth,
@@ -39,6 +47,18 @@ pub(super) fn mirror(msg: &str) -> Option<Signal> {
         let mirror = token_until(rest, &['/', ':', ' ', ']']);
         let why = token_until(rest, &[']']);
         let reason = why.rsplit(": ").next().unwrap_or(why);
+        // The mirror answered, but refused the credentials.
+        if ["unauthorized", "authentication required", "denied"]
+            .iter()
+            .any(|w| reason.contains(w))
+        {
+            return Some(Signal::new(
+                Category::RegistryAuth,
+                mirror,
+                format!("mirror {mirror} refused the pull secret ({reason})"),
+                Nature::Fatal,
+            ));
+        }
         return Some(Signal::new(
             Category::MirrorConfig,
             mirror,
@@ -57,6 +77,27 @@ pub(super) fn mirror(msg: &str) -> Option<Signal> {
             "registries.conf does not load (mirror configuration broken)".into(),
             Nature::Fatal,
         ));
+    }
+    for (what, why) in [
+        (
+            "repository name not known to registry",
+            "the repository is not on it",
+        ),
+        ("is blocked in", "registries.conf blocks it"),
+        (
+            "server gave HTTP response to HTTPS client",
+            "it serves plain HTTP: mark it insecure or give it TLS",
+        ),
+    ] {
+        if msg.contains(what) {
+            let registry = registry_host(msg).unwrap_or("the registry");
+            return Some(Signal::new(
+                Category::MirrorConfig,
+                registry,
+                format!("registry {registry} cannot serve the image: {why} ({what})"),
+                Nature::Fatal,
+            ));
+        }
     }
     if msg.contains("manifest unknown") {
         let registry = registry_host(msg).unwrap_or("the registry");

@@ -30,7 +30,14 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "registry::mirror",
         check: registry::mirror,
-        anchors: &["Mirrors also failed", "registries.conf", "manifest unknown"],
+        anchors: &[
+            "Mirrors also failed",
+            "registries.conf",
+            "manifest unknown",
+            "repository name not known",
+            "is blocked in",
+            "HTTP response to HTTPS client",
+        ],
     },
     Rule {
         name: "tls::clock",
@@ -42,6 +49,10 @@ pub(super) const RULES: &[Rule] = &[
             "Can't synchronise",
             "high clock drift",
             "clock difference against peer",
+            "exceeds the allowed maximum",
+            "Could not step system clock",
+            "no sources",
+            "Not synchronised",
         ],
     },
     Rule {
@@ -71,6 +82,9 @@ pub(super) const RULES: &[Rule] = &[
             "already been bootstrapped",
             "does not match local member",
             "certificate is valid for",
+            "peer-urls has",
+            "failed to find local ID",
+            "unmatched member",
         ],
     },
     Rule {
@@ -105,6 +119,7 @@ pub(super) const RULES: &[Rule] = &[
             "resolve host",
             "name resolution",
             "Name or service not known",
+            "DNS lookup failure",
         ],
     },
     Rule {
@@ -115,6 +130,12 @@ pub(super) const RULES: &[Rule] = &[
             "Unauthorized",
             "resource is denied",
             "invalid username/password",
+            "no basic auth credentials",
+            "authentication failure",
+            "authentication required",
+            "403 Forbidden",
+            "pull access denied",
+            "unable to retrieve auth token",
         ],
     },
     Rule {
@@ -128,6 +149,7 @@ pub(super) const RULES: &[Rule] = &[
             "Disk usage on image filesystem",
             "DiskPressure",
             "disk pressure",
+            "failed to garbage collect required amount",
         ],
     },
     Rule {
@@ -176,6 +198,8 @@ pub(super) const RULES: &[Rule] = &[
             "likely overloaded",
             "heartbeat on time",
             "sync duration of",
+            "read index response",
+            "applied index took too long",
         ],
     },
     Rule {
@@ -222,6 +246,10 @@ pub(super) const RULES: &[Rule] = &[
             "ovsdb-server",
             "ovs-if-",
             "br-ex",
+            "no port named br-ex",
+            "no bridge named br-ex",
+            "ovsdb-failed",
+            "of local ovs-interface",
         ],
     },
     Rule {
@@ -232,6 +260,7 @@ pub(super) const RULES: &[Rule] = &[
             "get default gateway",
             "no default route",
             "No default route",
+            "unable to configure IPv",
         ],
     },
     Rule {
@@ -246,6 +275,11 @@ pub(super) const RULES: &[Rule] = &[
             "Unexpected mac address",
             "address conflict",
             "IP conflict",
+            "Address conflict",
+            "DAD failed",
+            "duplicate address check",
+            "IPv6 duplicate address",
+            "DAD conflicts",
         ],
     },
     Rule {
@@ -315,6 +349,10 @@ pub(super) const RULES: &[Rule] = &[
             "no-carrier",
             "link status",
             "without any active interface",
+            "reason 'dhcp-",
+            "state changed no lease",
+            "IP config not received",
+            "attached as port",
         ],
     },
     Rule {
@@ -340,7 +378,7 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "node::selinux",
         check: node::selinux,
-        anchors: &["avc:  denied", "avc: denied"],
+        anchors: &["avc:  denied", "avc: denied", "RELRO protection failed"],
     },
     Rule {
         name: "machine::manifest",
@@ -380,6 +418,9 @@ pub(super) const RULES: &[Rule] = &[
             "for image pull progress",
             "RegistryUnavailable",
             "initializing source",
+            "digest mismatch",
+            "blob unknown",
+            "unexpected HTTP status: 5",
         ],
     },
 ];

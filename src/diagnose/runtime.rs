@@ -72,6 +72,9 @@ pub(super) fn image_pull(msg: &str) -> Option<Signal> {
         "for image pull progress",
         "RegistryUnavailable",
         "initializing source",
+        "digest mismatch",
+        "blob unknown",
+        "received unexpected HTTP status: 5",
     ];
     let what = FAILED.iter().find(|w| msg.contains(*w))?;
     let registry = registry_host(msg).unwrap_or("the registry");

@@ -409,7 +409,7 @@ impl Scanner {
         let starts = normalise::starts_record(&text);
         if !starts && number > 1 && !self.prev_line.is_empty() {
             let prev = String::from_utf8_lossy(&self.prev_line);
-            if normalise::starts_record(&prev) && !prev.trim().is_empty() {
+            if normalise::takes_continuations(&prev) {
                 let head = prev.into_owned();
                 self.pending = Some(Pending {
                     head,
@@ -426,8 +426,9 @@ impl Scanner {
                 return;
             }
         }
+        let open = starts && normalise::takes_continuations(&text);
         let mut pending = Pending::closed(text.into_owned(), number, offset);
-        pending.open = starts;
+        pending.open = open;
         self.pending = Some(pending);
         if !starts {
             self.flush_pending();

@@ -17,6 +17,7 @@ pub(super) fn full(msg: &str) -> Option<Signal> {
         "Disk usage on image filesystem is over the high threshold",
         "DiskPressure",
         "disk pressure",
+        "failed to garbage collect required amount of images",
     ];
     if let Some(what) = PRESSURE.iter().find(|w| msg.contains(*w)) {
         if what.contains("ressure")
@@ -104,6 +105,10 @@ pub(super) fn etcd(msg: &str) -> Option<Signal> {
         || msg.contains("server is likely overloaded")
     {
         "heartbeat late: leader overloaded by a slow disk"
+    } else if msg.contains("timed out waiting for read index response")
+        || msg.contains("waiting for the applied index took too long")
+    {
+        "reads timed out waiting for the leader"
     } else if msg.contains("send out heartbeat on time") {
         "heartbeat late"
     } else if msg.contains("sync duration of") && msg.contains("expected less than") {

@@ -24,8 +24,18 @@ pub(super) fn clock(msg: &str) -> Option<Signal> {
         let host = endpoint(msg);
         let (now, relation, bound) = validity(rest)?;
         // `is after`: the certificate's end passed: expired_certificate's.
-        if relation != "before" {
+        if relation == "after" {
             return None;
+        }
+        if relation == "at" {
+            // Older Go prints no times: the clock is the likelier cause
+            // and the one to check first.
+            return Some(Signal::new(
+                Category::ClockSkew,
+                host,
+                format!("{host}'s certificate is expired or not yet valid against the host clock: check the clock first"),
+                Nature::Fatal,
+            ));
         }
         return Some(Signal::new(
             Category::ClockSkew,
@@ -80,6 +90,33 @@ pub(super) fn clock(msg: &str) -> Option<Signal> {
             format!("host clock {value} seconds {dir} NTP (chronyc tracking)"),
             Nature::Fatal,
         ));
+    }
+    for (what, summary) in [
+        (
+            "exceeds the allowed maximum",
+            "chronyd refused to correct the clock: the offset exceeds its maxchange",
+        ),
+        (
+            "Could not step system clock",
+            "chronyd could not step the system clock",
+        ),
+        (
+            "Can't synchronise: no sources",
+            "chronyd has no NTP sources configured",
+        ),
+        (
+            "Leap status     : Not synchronised",
+            "the clock is not synchronised to NTP (chronyc tracking)",
+        ),
+    ] {
+        if msg.contains(what) {
+            return Some(Signal::new(
+                Category::ClockSkew,
+                "ntp sources",
+                summary.into(),
+                Nature::Transient,
+            ));
+        }
     }
     if msg.contains("Can't synchronise: no selectable sources") {
         return Some(Signal::new(
