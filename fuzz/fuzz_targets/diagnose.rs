@@ -1,12 +1,14 @@
 #![no_main]
-//! The diagnosis engine's line reader (`diagnose::Scanner`, the journal
-//! prefix parser and the rules) on arbitrary bytes, fed in arbitrary
+//! The diagnosis engine's line reader (`diagnose::Scanner`, the normaliser
+//! of every log shape and the rules) on arbitrary bytes, fed in arbitrary
 //! chunks. Never panics; memory and output stay within the documented
-//! bounds; evidence points at lines that exist; and for inputs whose lines
-//! all fit the line cap, how the bytes are chunked changes nothing.
+//! bounds; evidence points at lines that exist; dispatching a line to the
+//! rules by its anchors gives what asking every rule gives; and for inputs
+//! whose lines all fit the line cap, how the bytes are chunked changes
+//! nothing.
 
 use assisted_boot_reporter::diagnose::{
-    self, classify, parse_line, Engine, Scanner, MAX_EVIDENCE_CHARS, MAX_EVIDENCE_PER_FINDING,
+    self, classify, classify_every_rule, parse_line, Engine, Scanner, MAX_EVIDENCE_CHARS, MAX_EVIDENCE_PER_FINDING,
     MAX_FINDINGS, MAX_LINE,
 };
 use libfuzzer_sys::fuzz_target;
@@ -32,7 +34,12 @@ fuzz_target!(|input: &[u8]| {
     let text = String::from_utf8_lossy(data);
     for line in text.lines() {
         let parts = parse_line(line);
-        if let Some(signal) = classify(parts.message) {
+        assert!(parts.message.len() <= line.len());
+        let signal = classify(parts.message);
+        // Rules are asked only when one of their anchors is in the line:
+        // that must never lose a signal.
+        assert_eq!(signal, classify_every_rule(parts.message), "{line:?}");
+        if let Some(signal) = signal {
             assert!(!signal.summary.is_empty());
         }
     }

@@ -215,6 +215,21 @@ fn the_real_corpus_is_diagnosed_right() {
 }
 
 #[test]
+fn dispatch_by_anchor_loses_no_signal_on_real_lines() {
+    for case in load() {
+        for line in case.text.lines() {
+            let message = super::parse_line(line).message;
+            assert_eq!(
+                super::classify(message),
+                super::classify_every_rule(message),
+                "{}: {line}",
+                case.id
+            );
+        }
+    }
+}
+
+#[test]
 fn every_headline_is_short_and_leads_with_its_value() {
     for case in load() {
         if let Some(headline) = diagnose(&case.text).headline {

@@ -271,7 +271,7 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
         || msg.contains("link status down")
         || msg.contains("link status definitely down")
         || msg.contains("without any active interface")
-        || (msg.contains("-> unavailable") && msg.contains("carrier"));
+        || (msg.contains("-> unavailable") && msg.contains("carrier-changed"));
     let up = msg.contains("link connected") || msg.contains("Link is Up");
     if down || up {
         let dev = device().filter(|d| !d.is_empty())?;

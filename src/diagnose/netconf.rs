@@ -24,10 +24,8 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         "reason 'ovsdb-failed'",
         "of local ovs-interface",
     ];
-    let ovs_context = msg.contains("configure-ovs")
-        || msg.contains("ovs-")
-        || msg.contains("br-ex")
-        || msg.contains("ovs-if-");
+    let ovs_context =
+        msg.contains("configure-ovs") || msg.contains("br-ex") || msg.contains("ovs-if-");
     if let Some(what) = FAILURES.iter().find(|w| msg.contains(*w)) {
         let failed = !what.starts_with("ovs")
             || [
@@ -86,6 +84,16 @@ pub(super) fn route(msg: &str) -> Option<Signal> {
         "unable to configure IPv4 route",
         "unable to configure IPv6 route",
     ];
+    // kube-apiserver on a dual-stack host whose first address is of the
+    // other family (triage signature DualstackrDNSBug).
+    if msg.contains("must match public address family") {
+        return Some(Signal::new(
+            Category::RouteConfig,
+            "address family",
+            "the host's primary address is of the other IP family than the API's (must match public address family)".into(),
+            Nature::Fatal,
+        ));
+    }
     if let Some(what) = NO_GATEWAY.iter().find(|w| msg.contains(*w)) {
         return Some(Signal::new(
             Category::RouteConfig,

@@ -491,7 +491,11 @@ pub fn starts_record(text: &str) -> bool {
 /// Whether lines after `text` may continue it: an event some program
 /// logged, not a command typed or a status block's header.
 pub fn takes_continuations(text: &str) -> bool {
-    starts_record(text) && parse(text).shape == Shape::Event
+    let bare = strip_paste(text);
+    starts_record(text)
+        && status_header(bare).is_none()
+        && !bare.starts_with("Active: ")
+        && !is_command(bare)
 }
 
 /// Byte offsets in `text` (after its first) where another journal record
@@ -509,11 +513,12 @@ pub fn run_together(text: &str) -> Vec<usize> {
         let Some(head) = text.get(at..) else {
             continue;
         };
-        if !head
-            .as_bytes()
-            .first()
-            .is_some_and(|c| c.is_ascii_alphanumeric())
-        {
+        // Cheap look first: an ISO date or a month's name.
+        let hb = head.as_bytes();
+        let iso = hb.len() > 20 && hb[0].is_ascii_digit() && hb[4] == b'-' && hb[7] == b'-';
+        let month =
+            hb.len() > 16 && hb[3] == b' ' && MONTHS.iter().any(|m| hb.starts_with(m.as_bytes()));
+        if !iso && !month {
             continue;
         }
         let prev = text[..at - 1].trim_end();

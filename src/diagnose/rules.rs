@@ -261,6 +261,7 @@ pub(super) const RULES: &[Rule] = &[
             "no default route",
             "No default route",
             "unable to configure IPv",
+            "public address family",
         ],
     },
     Rule {
@@ -407,7 +408,8 @@ pub(super) const RULES: &[Rule] = &[
         check: runtime::image_pull,
         anchors: &[
             "Pull failed",
-            "release image; retrying",
+            "fetch release image",
+            "query release image",
             "toomanyrequests",
             "too many requests",
             "rate limit",

@@ -87,8 +87,11 @@ fn unit_of_ident(ident: &str) -> String {
 }
 
 /// A record holding an anchor, with the lines that continue it so far.
-#[derive(Debug, Clone)]
+/// Its buffers are reused from record to record.
+#[derive(Debug, Clone, Default)]
 struct Pending {
+    /// It holds a record.
+    active: bool,
     head: String,
     continuations: Vec<String>,
     number: u64,
@@ -98,14 +101,14 @@ struct Pending {
 }
 
 impl Pending {
-    fn closed(head: String, number: u64, offset: u64) -> Self {
-        Self {
-            head,
-            continuations: Vec::new(),
-            number,
-            offset,
-            open: false,
-        }
+    fn start(&mut self, head: &str, number: u64, offset: u64, open: bool) {
+        self.active = true;
+        self.head.clear();
+        self.head.push_str(head);
+        self.continuations.clear();
+        self.number = number;
+        self.offset = offset;
+        self.open = open;
     }
 }
 
@@ -180,7 +183,7 @@ pub struct Scanner {
     /// wrapped message whose anchor is on its continuation.
     prev_line: Vec<u8>,
     /// A line holding an anchor, waiting for its continuations.
-    pending: Option<Pending>,
+    pending: Pending,
     /// The unit of the `systemctl status` block being read.
     status_unit: Option<String>,
     pub(super) document: Vec<u8>,
@@ -207,7 +210,7 @@ impl Scanner {
             units: BTreeMap::new(),
             last_at: None,
             prev_line: Vec::new(),
-            pending: None,
+            pending: Pending::default(),
             status_unit: None,
             document: Vec::new(),
             document_overflow: false,
@@ -358,7 +361,7 @@ impl Scanner {
     /// continuations; returns where reading goes on. Consumed lines are
     /// counted (`counted` moves past them).
     fn continue_pending(&mut self, block: &[u8], mut pos: usize, counted: &mut usize) -> usize {
-        while self.pending.is_some() && pos < block.len() {
+        while self.pending.active && pos < block.len() {
             let end = memchr::memchr(b'\n', &block[pos..]).map_or(block.len(), |i| pos + i);
             let line = &block[pos..end];
             if !self.try_continue(line) {
@@ -381,7 +384,7 @@ impl Scanner {
             }
             return;
         }
-        if self.pending.is_some() {
+        if self.pending.active {
             if self.try_continue(line) {
                 self.set_prev(line);
                 return;
@@ -410,26 +413,18 @@ impl Scanner {
         if !starts && number > 1 && !self.prev_line.is_empty() {
             let prev = String::from_utf8_lossy(&self.prev_line);
             if normalise::takes_continuations(&prev) {
-                let head = prev.into_owned();
-                self.pending = Some(Pending {
-                    head,
-                    continuations: Vec::new(),
-                    number: number - 1,
-                    offset: offset.saturating_sub(self.prev_line.len() as u64 + 1),
-                    open: true,
-                });
+                let head_offset = offset.saturating_sub(self.prev_line.len() as u64 + 1);
+                self.pending.start(&prev, number - 1, head_offset, true);
                 if !self.try_continue(line) {
                     self.flush_pending();
-                    self.pending = Some(Pending::closed(text.into_owned(), number, offset));
+                    self.pending.start(&text, number, offset, false);
                     self.flush_pending();
                 }
                 return;
             }
         }
         let open = starts && normalise::takes_continuations(&text);
-        let mut pending = Pending::closed(text.into_owned(), number, offset);
-        pending.open = open;
-        self.pending = Some(pending);
+        self.pending.start(&text, number, offset, open);
         if !starts {
             self.flush_pending();
         }
@@ -437,10 +432,8 @@ impl Scanner {
 
     /// Takes `line` as a continuation of the pending record when it is one.
     fn try_continue(&mut self, line: &[u8]) -> bool {
-        let Some(pending) = self.pending.as_mut() else {
-            return false;
-        };
-        if !pending.open || line.iter().all(u8::is_ascii_whitespace) {
+        let pending = &mut self.pending;
+        if !pending.active || !pending.open || line.iter().all(u8::is_ascii_whitespace) {
             return false;
         }
         let text = String::from_utf8_lossy(&line[..line.len().min(MAX_LINE)]);
@@ -458,9 +451,13 @@ impl Scanner {
     /// Reads the pending record: each record run together on its line, its
     /// continuations joined to the last.
     fn flush_pending(&mut self) {
-        let Some(pending) = self.pending.take() else {
+        if !self.pending.active {
             return;
-        };
+        }
+        self.pending.active = false;
+        // Taken out while its record is read (the rules borrow the scanner),
+        // put back after: its buffers are reused.
+        let pending = std::mem::take(&mut self.pending);
         let head = pending.head.as_str();
         let cuts = normalise::run_together(head);
         let mut from = 0;
@@ -472,6 +469,7 @@ impl Scanner {
             let offset = pending.offset + (segment.as_ptr() as u64 - head.as_ptr() as u64);
             self.read_record(segment.trim_end(), continuations, pending.number, offset);
         }
+        self.pending = pending;
     }
 
     /// One record: taken apart, put to the rules its anchors name (joined
