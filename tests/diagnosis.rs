@@ -135,7 +135,7 @@ fn clock_skew() {
     first_finding(
         "clock_skew",
         "error",
-        "host clock 2024-01-01T10:04:00Z is before its validity start 2026-11-22T09:00:00Z",
+        "host clock 2024-01-01T10:04:00Z is before the validity start 2026-11-22T09:00:00Z",
     );
 }
 

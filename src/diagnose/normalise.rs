@@ -462,12 +462,12 @@ pub fn date_yearless(stamp: Stamp, near: Option<i64>) -> Option<i64> {
     }
 }
 
-/// Joins two stamps of one line: the inner one is the program's own, more
-/// precise; a year-less inner stamp takes the outer's time when they agree
-/// to the day.
+/// Joins two stamps of one line: the journal's full stamp wins (it is
+/// when the line was logged, in one clock for every program); a program's
+/// own stamp dates a line that has no full one.
 fn merge(outer: Option<Stamp>, inner: Stamp) -> Stamp {
     match (outer, inner) {
-        (Some(Stamp::Full(at)), Stamp::YearLess { .. }) => Stamp::Full(at),
+        (Some(Stamp::Full(at)), _) => Stamp::Full(at),
         (_, inner) => inner,
     }
 }
