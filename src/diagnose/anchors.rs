@@ -9,6 +9,7 @@ use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::AhoCorasick;
 
+use super::grams::COMMON_4GRAMS;
 use super::rules::{Dispatch, RULES, UNIT_EVENT_ANCHORS, UNIT_EVENT_BIT};
 
 /// Byte strings at least one of which every rule needs; lines without any
@@ -38,6 +39,9 @@ fn anchor_table() -> &'static [(&'static str, Dispatch)] {
         for anchor in UNIT_EVENT_ANCHORS {
             add(anchor, UNIT_EVENT_BIT);
         }
+        assert!(table
+            .iter()
+            .all(|(a, _)| (NEEDLE..=MAX_ANCHOR).contains(&a.len())));
         table
     })
 }
@@ -55,20 +59,29 @@ pub(super) fn anchors() -> &'static AhoCorasick {
 }
 
 /// Finds the next anchor in a block of lines at the speed of a vectorised
-/// scan. The automaton above has no useful prefilter for 50 patterns (its
-/// Teddy fingerprint is their first bytes, shared by most log text) and
+/// scan. The automaton above has no useful prefilter for this many patterns
+/// (its Teddy fingerprint is their first bytes, shared by most log text) and
 /// walks every byte at about 100 MB/s; here aho-corasick's packed (Teddy)
-/// searcher looks for one 4-byte needle of each anchor, the one made of the
+/// searchers look for one 4-byte needle of each anchor, the one made of the
 /// bytes least common in logs, and a needle found is checked against the
-/// anchors it was taken from.
+/// anchors it was taken from. Teddy takes at most [`NEEDLES_PER_SEARCHER`]
+/// needles, so the needles are split over a few searchers.
 pub(super) struct AnchorFinder {
-    searcher: Option<aho_corasick::packed::Searcher>,
-    /// For each needle (pattern id): the anchors holding it, where, and the
-    /// rules each dispatches to.
-    owners: Vec<Vec<(&'static [u8], usize, Dispatch)>>,
+    /// Each searcher with, for each of its needles (pattern id), the
+    /// anchors holding it, where, and the rules each dispatches to.
+    searchers: Vec<(aho_corasick::packed::Searcher, Owners)>,
+    /// No Teddy on this CPU: the automaton searches instead.
+    fallback: bool,
 }
 
+type Owners = Vec<Vec<(&'static [u8], usize, Dispatch)>>;
+
 const NEEDLE: usize = 4;
+/// Longest anchor: a later searcher looks this far past an earlier one's
+/// match for an anchor starting at the same place.
+const MAX_ANCHOR: usize = 64;
+/// Teddy builds for at most this many patterns.
+const NEEDLES_PER_SEARCHER: usize = 64;
 
 /// How common a byte is in log text, roughly: needles avoid blanks, the
 /// most frequent letters, digits and the punctuation of timestamps.
@@ -83,36 +96,94 @@ fn commonness(b: u8) -> u32 {
     }
 }
 
+/// Whether a 4-byte sequence is among the commonest of a healthy journal.
+fn is_common(gram: &[u8]) -> bool {
+    let word = u32::from_le_bytes([gram[0], gram[1], gram[2], gram[3]]);
+    COMMON_4GRAMS.binary_search(&word).is_ok()
+}
+
+/// Needles for the anchors: as few as cover every anchor (Teddy slows with
+/// each needle it holds, and one searcher takes [`NEEDLES_PER_SEARCHER`]),
+/// greedily the 4-byte sequence held by most anchors not yet covered,
+/// among equals one that is not common in healthy journals and is made of
+/// rarer bytes. A needle common in logs costs a check per occurrence; a
+/// second searcher would cost a second pass over every byte.
+fn choose_needles(table: &[(&'static str, Dispatch)]) -> (Vec<&'static [u8]>, Owners) {
+    // Every 4-byte sequence of every anchor, with the anchors holding it.
+    let mut grams: Vec<(&'static [u8], usize)> = table
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (anchor, _))| anchor.as_bytes().windows(NEEDLE).map(move |g| (g, i)))
+        .collect();
+    grams.sort_unstable();
+    grams.dedup();
+    let mut candidates: Vec<(&'static [u8], Vec<usize>)> = Vec::new();
+    for (gram, i) in grams {
+        match candidates.last_mut() {
+            Some((g, holders)) if *g == gram => holders.push(i),
+            _ => candidates.push((gram, vec![i])),
+        }
+    }
+    let mut uncovered: Vec<bool> = vec![true; table.len()];
+    let mut needles: Vec<&'static [u8]> = Vec::new();
+    let mut owners: Owners = Vec::new();
+    while uncovered.iter().any(|&u| u) {
+        let (needle, holders) = candidates
+            .iter()
+            .max_by_key(|(gram, holders)| {
+                let covers = holders.iter().filter(|&&i| uncovered[i]).count();
+                let rare = gram.iter().map(|&b| commonness(b)).sum::<u32>();
+                (
+                    covers,
+                    !is_common(gram),
+                    std::cmp::Reverse(rare),
+                    std::cmp::Reverse(*gram),
+                )
+            })
+            .expect("an uncovered anchor has a gram");
+        let mut held = Vec::new();
+        for &i in holders {
+            if uncovered[i] {
+                let (anchor, dispatch) = table[i];
+                let at = memchr::memmem::find(anchor.as_bytes(), needle).expect("held");
+                held.push((anchor.as_bytes(), at, dispatch));
+                uncovered[i] = false;
+            }
+        }
+        needles.push(needle);
+        owners.push(held);
+    }
+    (needles, owners)
+}
+
 impl AnchorFinder {
     pub(super) fn get() -> &'static AnchorFinder {
         static FINDER: OnceLock<AnchorFinder> = OnceLock::new();
         FINDER.get_or_init(|| {
-            let mut needles: Vec<&'static [u8]> = Vec::new();
-            let mut owners: Vec<Vec<(&'static [u8], usize, Dispatch)>> = Vec::new();
-            for &(anchor, dispatch) in anchor_table() {
-                let anchor = anchor.as_bytes();
-                let at = (0..=anchor.len() - NEEDLE)
-                    .min_by_key(|&i| {
-                        anchor[i..i + NEEDLE]
-                            .iter()
-                            .map(|&b| commonness(b))
-                            .sum::<u32>()
-                    })
-                    .expect("anchors are at least a needle long");
-                let needle = &anchor[at..at + NEEDLE];
-                if let Some(id) = needles.iter().position(|n| *n == needle) {
-                    owners[id].push((anchor, at, dispatch));
-                } else {
-                    needles.push(needle);
-                    owners.push(vec![(anchor, at, dispatch)]);
+            let (needles, owners) = choose_needles(anchor_table());
+            let mut searchers = Vec::new();
+            for (chunk, chunk_owners) in needles
+                .chunks(NEEDLES_PER_SEARCHER)
+                .zip(owners.chunks(NEEDLES_PER_SEARCHER))
+            {
+                let built = aho_corasick::packed::Config::new()
+                    .builder()
+                    .extend(chunk)
+                    .build();
+                match built {
+                    Some(searcher) => searchers.push((searcher, chunk_owners.to_vec())),
+                    None => {
+                        return AnchorFinder {
+                            searchers: Vec::new(),
+                            fallback: true,
+                        }
+                    }
                 }
             }
-            let searcher = aho_corasick::packed::Config::new()
-                .heuristic_pattern_limits(false)
-                .builder()
-                .extend(&needles)
-                .build();
-            AnchorFinder { searcher, owners }
+            AnchorFinder {
+                searchers,
+                fallback: false,
+            }
         })
     }
 
@@ -121,41 +192,49 @@ impl AnchorFinder {
         self.find_with(block, from).map(|(at, _)| at)
     }
 
-    /// Start of the first anchor in `block[from..]`, and its rules.
+    /// Start of the first anchor in `block[start_at..]`, and its rules.
     pub(super) fn find_with(&self, block: &[u8], start_at: usize) -> Option<(usize, Dispatch)> {
-        let mut from = start_at;
-        let Some(searcher) = &self.searcher else {
+        if self.fallback {
             // No Teddy on this CPU: the automaton.
             let m = anchors().find(aho_corasick::Input::new(block).span(start_at..block.len()))?;
             return Some((m.start(), anchor_table()[m.pattern().as_usize()].1));
-        };
-        loop {
-            let m = searcher.find_in(
-                block,
-                aho_corasick::Span {
-                    start: from,
-                    end: block.len(),
-                },
-            )?;
-            let at = m.start();
-            let mut found: Option<(usize, Dispatch)> = None;
-            for &(anchor, offset, dispatch) in &self.owners[m.pattern().as_usize()] {
-                if at >= offset + start_at && block[at - offset..].starts_with(anchor) {
-                    let start = at - offset;
-                    found = match found {
+        }
+        let mut best: Option<(usize, Dispatch)> = None;
+        for (searcher, owners) in &self.searchers {
+            // A later searcher only looks as far as an earlier one found.
+            let end = best.map_or(block.len(), |(s, _)| (s + MAX_ANCHOR).min(block.len()));
+            let mut from = start_at;
+            while from < end {
+                let Some(m) = searcher.find_in(block, aho_corasick::Span { start: from, end })
+                else {
+                    break;
+                };
+                let at = m.start();
+                let mut found: Option<(usize, Dispatch)> = None;
+                for &(anchor, offset, dispatch) in &owners[m.pattern().as_usize()] {
+                    if at >= offset + start_at && block[at - offset..].starts_with(anchor) {
+                        let start = at - offset;
+                        found = match found {
+                            Some((s, d)) if s == start => Some((s, d | dispatch)),
+                            Some((s, d)) if s < start => Some((s, d)),
+                            _ => Some((start, dispatch)),
+                        };
+                    }
+                }
+                if let Some((start, dispatch)) = found {
+                    best = match best {
                         Some((s, d)) if s == start => Some((s, d | dispatch)),
                         Some((s, d)) if s < start => Some((s, d)),
                         _ => Some((start, dispatch)),
                     };
+                    break;
                 }
+                // Needles are all NEEDLE bytes long and distinct: the next
+                // one may start at the next byte.
+                from = at + 1;
             }
-            if found.is_some() {
-                return found;
-            }
-            // Needles are all NEEDLE bytes long and distinct: the next one
-            // may start at the next byte.
-            from = at + 1;
         }
+        best
     }
 
     /// The rules of every anchor in `text[from..]` (one line: a few needles).

@@ -76,6 +76,11 @@ pub fn shorten(text: &str, max: usize) -> String {
 /// [`shorten`] into a reused buffer: no allocation once it has room.
 pub fn shorten_into(text: &str, max: usize, out: &mut String) {
     out.clear();
+    // As many bytes as characters at most: no need to count them.
+    if text.len() <= max {
+        out.push_str(text);
+        return;
+    }
     match text.char_indices().nth(max) {
         None => out.push_str(text),
         Some(_) => {

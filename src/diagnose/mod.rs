@@ -36,6 +36,7 @@
 mod anchors;
 mod engine;
 mod finding;
+mod grams;
 mod host;
 mod line;
 mod machine;

@@ -24,8 +24,7 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         "reason 'ovsdb-failed'",
         "of local ovs-interface",
     ];
-    let ovs_context =
-        msg.contains("configure-ovs") || msg.contains("br-ex") || msg.contains("ovs-if-");
+    let ovs_context = msg.contains("configure-ovs") || msg.contains("ovs-if-");
     if let Some(what) = FAILURES.iter().find(|w| msg.contains(*w)) {
         let failed = !what.starts_with("ovs")
             || [
@@ -171,7 +170,6 @@ pub(super) fn egress(msg: &str) -> Option<Signal> {
         "Connection timed out",
         "connection reset by peer",
         "TLS handshake timeout",
-        "Client.Timeout exceeded",
         "timed out",
     ];
     let what = DROPPED.iter().find(|w| msg.contains(*w))?;

@@ -245,7 +245,6 @@ pub(super) const RULES: &[Rule] = &[
             "ovs-vsctl: ",
             "ovsdb-server",
             "ovs-if-",
-            "br-ex",
             "no port named br-ex",
             "no bridge named br-ex",
             "ovsdb-failed",
@@ -331,7 +330,6 @@ pub(super) const RULES: &[Rule] = &[
             "timed out",
             "connection reset by peer",
             "TLS handshake timeout",
-            "Client.Timeout exceeded",
         ],
     },
     Rule {
