@@ -128,9 +128,9 @@ fn choose_needles(table: &[(&'static str, Dispatch)]) -> (Vec<&'static [u8]>, Ow
     let mut needles: Vec<&'static [u8]> = Vec::new();
     let mut owners: Owners = Vec::new();
     while uncovered.iter().any(|&u| u) {
-        let (needle, holders) = candidates
-            .iter()
-            .max_by_key(|(gram, holders)| {
+        let best = (0..candidates.len())
+            .max_by_key(|&c| {
+                let (gram, holders) = &candidates[c];
                 let covers = holders.iter().filter(|&&i| uncovered[i]).count();
                 let rare = gram.iter().map(|&b| commonness(b)).sum::<u32>();
                 (
@@ -141,8 +141,9 @@ fn choose_needles(table: &[(&'static str, Dispatch)]) -> (Vec<&'static [u8]>, Ow
                 )
             })
             .expect("an uncovered anchor has a gram");
+        let (needle, holders) = candidates.swap_remove(best);
         let mut held = Vec::new();
-        for &i in holders {
+        for i in holders {
             if uncovered[i] {
                 let (anchor, dispatch) = table[i];
                 let at = memchr::memmem::find(anchor.as_bytes(), needle).expect("held");
@@ -152,6 +153,7 @@ fn choose_needles(table: &[(&'static str, Dispatch)]) -> (Vec<&'static [u8]>, Ow
         }
         needles.push(needle);
         owners.push(held);
+        candidates.retain(|(_, holders)| holders.iter().any(|&i| uncovered[i]));
     }
     (needles, owners)
 }

@@ -81,19 +81,27 @@ pub fn shorten_into(text: &str, max: usize, out: &mut String) {
         out.push_str(text);
         return;
     }
-    match text.char_indices().nth(max) {
-        None => out.push_str(text),
-        Some(_) => {
-            let keep = text
-                .char_indices()
-                .nth(max.saturating_sub(1))
-                .map_or(0, |(i, _)| i);
+    if max == 0 {
+        return;
+    }
+    // ASCII up to the cut: bytes are characters.
+    if text.as_bytes()[..max].is_ascii() {
+        out.push_str(&text[..max - 1]);
+        out.push('…');
+        return;
+    }
+    let mut keep = 0;
+    for (count, (i, _)) in text.char_indices().enumerate() {
+        if count == max - 1 {
+            keep = i;
+        }
+        if count == max {
             out.push_str(&text[..keep]);
-            if max > 0 {
-                out.push('…');
-            }
+            out.push('…');
+            return;
         }
     }
+    out.push_str(text);
 }
 
 #[cfg(test)]

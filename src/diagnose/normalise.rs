@@ -475,6 +475,18 @@ fn merge(outer: Option<Stamp>, inner: Stamp) -> Stamp {
 /// Where a record of some program starts in `text`: a line that opens with
 /// one of the shapes above. Continuation lines of a wrapped message do not.
 pub fn starts_record(text: &str) -> bool {
+    // The journal's own lines, nearly every line the agent reads: an ISO
+    // date at the start is enough.
+    let b = text.as_bytes();
+    if b.len() > 20
+        && b[0].is_ascii_digit()
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && matches!(b[10], b'T' | b' ')
+        && b[13] == b':'
+    {
+        return true;
+    }
     let text = strip_paste(text);
     if text.is_empty() {
         return false;
@@ -491,11 +503,14 @@ pub fn starts_record(text: &str) -> bool {
 /// Whether lines after `text` may continue it: an event some program
 /// logged, not a command typed or a status block's header.
 pub fn takes_continuations(text: &str) -> bool {
+    starts_record(text) && is_event_start(text)
+}
+
+/// For a line that starts a record: whether it is an event (not a command
+/// typed or a status block's header), so that lines after it may continue it.
+pub fn is_event_start(text: &str) -> bool {
     let bare = strip_paste(text);
-    starts_record(text)
-        && status_header(bare).is_none()
-        && !bare.starts_with("Active: ")
-        && !is_command(bare)
+    status_header(bare).is_none() && !bare.starts_with("Active: ") && !is_command(bare)
 }
 
 /// Byte offsets in `text` (after its first) where another journal record

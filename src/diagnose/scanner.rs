@@ -423,7 +423,7 @@ impl Scanner {
                 return;
             }
         }
-        let open = starts && normalise::takes_continuations(&text);
+        let open = starts && normalise::is_event_start(&text);
         self.pending.start(&text, number, offset, open);
         if !starts {
             self.flush_pending();
