@@ -25,10 +25,12 @@ pub(super) fn dns(msg: &str) -> Option<Signal> {
     if let Some(rest) = after(msg, "lookup ") {
         let host = token_until(rest, &[' ', ':', '"', ',']);
         let reason = DNS_REASONS.iter().find(|r| rest.contains(*r))?;
-        if host.is_empty() {
+        let tail = &rest[host.len()..];
+        // Go's `lookup HOST on SERVER: …` or `lookup HOST: …`, not the
+        // English word (`lookup failed on …`).
+        if host.is_empty() || !(tail.starts_with(':') || tail.starts_with(" on ")) {
             return None;
         }
-        let tail = &rest[host.len()..];
         let server = after(tail, " on ").map(|s| {
             // `192.168.122.1:53: …` or `[fd00::1]:53: …`
             let end = s.find(": ").unwrap_or(s.len());
@@ -42,6 +44,14 @@ pub(super) fn dns(msg: &str) -> Option<Signal> {
             Category::DnsResolution,
             host,
             format!("{host} did not resolve ({quoted})"),
+            Nature::Transient,
+        ));
+    }
+    if msg.contains("no servers could be reached") {
+        return Some(Signal::new(
+            Category::DnsResolution,
+            "nameservers",
+            "no nameserver answered (no servers could be reached)".into(),
             Nature::Transient,
         ));
     }
@@ -206,6 +216,21 @@ pub(super) fn mcs(msg: &str) -> Option<Signal> {
             "Ignition fetched its config".into(),
             Nature::Recovery,
         ));
+    }
+    // Ignition's `GET https://…:22623/config/worker: attempt #N`: the first
+    // attempts fail on every boot while the network comes up; many mean
+    // the server does not answer.
+    if let Some(rest) = after(msg, ": attempt #") {
+        let attempt: u32 = token_until(rest, &[' ']).parse().unwrap_or(0);
+        if attempt >= 10 && msg.contains("/config/") {
+            let ep = url_host(msg).unwrap_or("the machine config server");
+            return Some(Signal::new(
+                Category::McsUnreachable,
+                ep,
+                format!("machine config server {ep} unreachable (Ignition's attempt #{attempt} to fetch its config)"),
+                Nature::Transient,
+            ));
+        }
     }
     if !msg.contains(":22623") {
         // Ignition fetching its pool's config on another port or name.

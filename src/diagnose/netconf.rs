@@ -107,6 +107,18 @@ pub(super) fn route(msg: &str) -> Option<Signal> {
 /// Resolver configuration: no nameserver (Go then asks the loopback), a
 /// loopback stub that does not answer.
 pub(super) fn dns_config(msg: &str) -> Option<Signal> {
+    // systemd-resolved's stub (127.0.0.53) not answering.
+    if msg.contains("127.0.0.53")
+        && (msg.contains("refused") || msg.contains("no servers could be reached"))
+    {
+        return Some(Signal::new(
+            Category::DnsConfig,
+            "resolv.conf",
+            "resolv.conf points at systemd-resolved's stub 127.0.0.53, which does not answer"
+                .into(),
+            Nature::Fatal,
+        ));
+    }
     if msg.contains("no DNS servers") {
         return Some(Signal::new(
             Category::DnsConfig,

@@ -109,7 +109,7 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "netconf::dns_config",
         check: netconf::dns_config,
-        anchors: &["no DNS servers", "on [::1]:53", "on 127."],
+        anchors: &["no DNS servers", "on [::1]:53", "on 127.", "127.0.0.53"],
     },
     Rule {
         name: "net::dns",
@@ -120,6 +120,7 @@ pub(super) const RULES: &[Rule] = &[
             "name resolution",
             "Name or service not known",
             "DNS lookup failure",
+            "no servers could be reached",
         ],
     },
     Rule {
@@ -297,7 +298,7 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "net::mcs",
         check: net::mcs,
-        anchors: &[":22623", "GET result: OK", "GET error"],
+        anchors: &[":22623", "GET result: OK", "GET error", ": attempt #"],
     },
     Rule {
         name: "net::api",
