@@ -32,6 +32,54 @@ def verdict(ok):
     return "**met**" if ok else "**missed**"
 
 
+ENGINE_CPU_GOAL = 0.05  # issue 23: at most 5 % of gzip -6's CPU on the same bytes
+ENGINE_MEM_GOAL_KIB = 2 * 1024  # and at most 2 MiB of its own memory
+
+
+def journal_columns(j):
+    """The diagnose section's three journals side by side: (figure, value per
+    journal) rows, for the console and the Markdown alike."""
+    rows = j.get("rows", [])
+
+    def f(row, key, fmt):
+        v = row.get(key)
+        return "-" if v is None else fmt(v)
+
+    pct_ = lambda x: f"{100 * x:.2f} %"  # noqa: E731
+    figures = [
+        ("bytes", lambda r: b(r["journal_bytes"])),
+        ("lines", lambda r: f(r, "lines", lambda v: f"{v:,}")),
+        ("lines with an anchor", lambda r: f(r, "anchor_fraction", lambda v: f"{100 * v:.1f} %")),
+        ("gzip -6 ratio", lambda r: f(r, "gzip_bytes", lambda v: f"{r['journal_bytes'] / v:.2f}x" if v else "-")),
+        ("findings", lambda r: f(r, "findings", str)),
+        ("engine CPU s", lambda r: f(r, "engine_cpu_s", lambda v: f"{v:.3f}")),
+        ("gzip -6 CPU s", lambda r: f(r, "gzip_cpu_s", lambda v: f"{v:.3f}")),
+        ("CPU engine / gzip -6", lambda r: f(r, "cpu_ratio", pct_)),
+        ("Ir slice", lambda r: f(r, "ir_bytes", b)),
+        ("engine instructions", lambda r: f(r, "engine_ir", lambda v: f"{v:,}")),
+        ("gzip -6 instructions", lambda r: f(r, "gzip_ir", lambda v: f"{v:,}")),
+        ("Ir engine / gzip -6", lambda r: f(r, "ir_ratio", pct_)),
+        ("engine Ir per byte", lambda r: f(r, "engine_ir", lambda v: f"{v / r['ir_bytes']:.2f}")),
+        ("gzip -6 Ir per byte", lambda r: f(r, "gzip_ir", lambda v: f"{v / r['ir_bytes']:.2f}")),
+        ("engine peak KiB", lambda r: f(r, "engine_peak_kib", str)),
+    ]
+    head = [r["shape"] for r in rows]
+    body = [(name, [fn(r) for r in rows]) for name, fn in figures]
+    for r in rows:
+        for key in ("error", "ir_error"):
+            if r.get(key):
+                body.append((f"{r['shape']}: {key.replace('_', ' ')}", [r[key] if x is r else "" for x in rows]))
+    return head, body
+
+
+def journal_verdict(row):
+    """(met, text) of one journal against issue 23's bound."""
+    if "cpu_ratio" not in row:
+        return False, "not measured"
+    ok = row["cpu_ratio"] <= ENGINE_CPU_GOAL and (row.get("engine_peak_kib") or 0) <= ENGINE_MEM_GOAL_KIB
+    return ok, verdict(ok)
+
+
 def e2e_rows(e2e):
     for row in e2e.get("rows", []):
         a, c = row["agent"], row["baseline"]
@@ -64,6 +112,20 @@ def table(r, quick):
     rows = r.get("memory", {}).get("rows", [])
     if len(rows) == 2:
         add("memory ratio", f"{rows[1]['peak_kib'] / rows[0]['peak_kib']:.3f}", "<= 1.2")
+    dj = r.get("diagnose", {}).get("journals")
+    if dj:
+        head, body = journal_columns(dj)
+        lines.append("")
+        lines.append(f"diagnose: the engine vs gzip -6 on three journals (goal: <= 5 % of gzip -6's CPU, <= 2 MiB)")
+        lines.append(f"  {'':<24}" + "".join(f"{h:>20}" for h in head))
+        for name, vals in body:
+            if name.endswith("error"):
+                lines.append(f"  {name}: {' '.join(v for v in vals if v)}")
+            else:
+                lines.append(f"  {name:<24}" + "".join(f"{v:>20}" for v in vals))
+        if dj.get("instructions_skipped"):
+            lines.append(f"  {dj['instructions_skipped']}")
+        lines.append("")
     for row in r.get("diagnose", {}).get("rows", []):
         add(f"diagnose {b(row['journal_bytes'])}: engine share of CPU",
             f"{100 * row['share']:.1f} % ({row.get('engine_in_bundle_s', row['engine_s']):.2f}s of {row['cpu_s']:.2f}s)", "<= 10 %")
@@ -224,6 +286,16 @@ def summary_rows(r, w):
     herd = r.get("herd", {})
     for name, (n, share) in herd_busiest(herd):
         w(f"| 7 | herd, {herd['agents']} agents started together: {name}, uploads in the busiest second | {n} = {share:.1f} % | ≤ 5 % | {verdict(share <= 5)} |")
+    for row in r.get("diagnose", {}).get("journals", {}).get("rows", []):
+        frac = row.get("anchor_fraction")
+        measured = (f"{100 * row['cpu_ratio']:.2f} % of CPU" if "cpu_ratio" in row else "not measured")
+        if "ir_ratio" in row:
+            measured += f" ({100 * row['ir_ratio']:.2f} % of instructions)"
+        if "engine_peak_kib" in row:
+            measured += f", {row['engine_peak_kib']} KiB"
+        w(f"| 3b | diagnosis engine vs gzip -6, {row['shape']} journal ({b(row['journal_bytes'])}"
+          f"{f', {100 * frac:.1f} % anchor lines' if frac is not None else ''}): CPU, instructions, its own peak memory "
+          f"| {measured} | ≤ 5 % of gzip -6's CPU, ≤ 2 MiB | {journal_verdict(row)[1]} |")
     for row in r.get("diagnose", {}).get("rows", []):
         w(f"| 3b | diagnosis engine, {b(row['journal_bytes'])} journal: share of the bundle's CPU, its own peak memory "
           f"| {100 * row['share']:.1f} %, {(row.get('engine_peak_kib') or 0) / 1024:.2f} MiB | ≤ 10 %, a few MiB "
@@ -502,7 +574,16 @@ def md_memory(r, w):
 
 def md_diagnose(r, w):
     d = r["diagnose"]
-    w("## 3b. Diagnosis: the engine's share of a bundle's CPU, and RSS")
+    w("## 3b. Diagnosis: the engine against gzip -6 on three journals, its share of a bundle's CPU, and RSS")
+    w("")
+    if d.get("journals"):
+        md_diagnose_journals(d["journals"], w)
+    if "rows" not in d:
+        if d.get("rows_error"):
+            w(f"The bundle share could not be measured: `{d['rows_error']}`")
+            w("")
+        return
+    w("### The engine's share of a bundle")
     w("")
     w("`assisted-boot-reporter collect` on the fixture root, this boot's journal a generated one "
       "(bench/tools journal-gen) of the size below. Bundle CPU is the kernel's user+system time of "
@@ -529,6 +610,50 @@ def md_diagnose(r, w):
       "with the journal loaded and nothing scanned yet: what the scanner and the correlation "
       "hold. The bundle's peak RSS is the whole `collect` process.")
     w("")
+
+
+def md_diagnose_journals(j, w):
+    w("### The engine on three journals, against gzip -6 on the same bytes")
+    w("")
+    w(f"Three journals of {b(j['journal_bytes'])} (`bench/tools journal-gen --shape`, seed 1, "
+      "`journalctl -o short-iso-precise` lines), built once per run and shared with every section "
+      "that takes a journal: **generated** (a first boot going well: kubelet, crio, "
+      "NetworkManager, systemd, kernel, ovs; the journal every other section uses), **busy** (a "
+      "control-plane host under load: the same lines mixed with etcd's zap JSON warnings, "
+      "`apply request took too long`, `slow fdatasync`, missed heartbeats, ReadIndex retries, and "
+      "its info traces; kubelet's klog reflector, lease, node-status, event and probe errors "
+      "against an API that comes and goes; crio, ovs-vswitchd, ovsdb-server, ovn-controller; "
+      "the generator checks every line against the engine's own `diagnose::ANCHORS` and draws "
+      "a failure line when the running fraction of lines with an anchor falls behind 15 %), and "
+      "**worst** (every line carries an anchor: failure lines of every family, DNS, proxy, TLS, "
+      "registry, disk, container storage, etcd, clock, links, SELinux, failed units, values "
+      "varied). \"Lines with an anchor\" is measured by the generator with the engine's anchors.")
+    w("")
+    w(f"**CPU**: median of {j['pairs']} alternating pairs on the whole journal: the engine = "
+      "`bench/tools diagnose-scan` (the journal read into memory first, then fed to "
+      "`diagnose::Scanner` in 64 KiB pieces, placed and correlated by `diagnose::Engine`; the scan "
+      "thread's run time from /proc/thread-self/schedstat, in ns), against `gzip -6 -c` of the same "
+      "file (user + system from its rusage, reading included). **Instructions**: valgrind's "
+      "callgrind on the journal's first "
+      f"{b(j['slice_bytes'])} (cut at a line end): the engine's Ir = `diagnose-scan FILE` minus "
+      "`diagnose-scan --no-scan FILE` (the same process reading the same file, no engine), so "
+      "process start and the read are not counted; gzip -6's Ir is its whole process on the "
+      "same slice. **Memory**: the engine's own peak = `diagnose-scan`'s VmHWM after the scan minus "
+      "its RSS before it (the peak is reset through /proc/self/clear_refs once the journal is in "
+      "memory), the largest of the runs. Goal (issue 23): on each journal the engine costs at most "
+      "5 % of gzip -6's CPU on the same bytes and at most 2 MiB of its own memory.")
+    w("")
+    head, body = journal_columns(j)
+    w("| | " + " | ".join(head) + " |")
+    w("|---|" + "---|" * len(head))
+    for name, vals in body:
+        w(f"| {name} | " + " | ".join(vals) + " |")
+    met = [journal_verdict(row) for row in j.get("rows", [])]
+    w("| goal: ≤ 5 % of gzip -6's CPU, ≤ 2 MiB | " + " | ".join(v for _, v in met) + " |")
+    w("")
+    if j.get("instructions_skipped"):
+        w(j["instructions_skipped"])
+        w("")
 
 
 def md_idle(r, w):

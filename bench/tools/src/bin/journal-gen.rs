@@ -3,6 +3,23 @@
 //! during an installation (kubelet, crio, NetworkManager, systemd, kernel,
 //! ovs), deterministic for a seed.
 //!
+//! Three shapes (`--shape`), the journals the diagnosis engine is measured on:
+//! - `generated` (the default): a first boot going well; few lines carry one
+//!   of the engine's anchors (`diagnose::ANCHORS`).
+//! - `busy`: a control-plane host under load: the same lines mixed with etcd's
+//!   zap JSON warnings (apply request took too long, slow fdatasync, missed
+//!   heartbeats, ReadIndex retries) and its info traces, kubelet's klog
+//!   reflector, lease, event and probe errors against an API that comes and
+//!   goes, crio, ovs and ovn-controller. `--hit-fraction` of its lines (15 %
+//!   by default) carry an anchor: the generator checks every line against
+//!   the engine's own anchors and draws a failure line when the running
+//!   fraction falls behind, so the figure holds whatever the anchor list is.
+//! - `worst`: every line carries an anchor: realistic failure lines of every
+//!   family (DNS, proxy, TLS, registry, disk, etcd, clock, network, SELinux,
+//!   services), values varied; a drawn line without an anchor is drawn again.
+//!
+//! The fraction of lines with an anchor is printed to stderr as JSON.
+//!
 //! Real journals compress 6–7x with gzip -6: templates repeat, but pod UIDs,
 //! container IDs, image digests, timestamps and addresses do not. The
 //! generator draws those from pools sized so that the output lands in that
@@ -10,13 +27,25 @@
 //! of repeated lines would compress 100x and flatter every compressor.
 //!
 //!   journal-gen --bytes 1073741824 --seed 1 -o journal.log
+//!   journal-gen --shape busy --bytes 62914560 -o busy.log
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use clap::Parser;
+use assisted_boot_reporter::diagnose;
+use clap::{Parser, ValueEnum};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Shape {
+    /// A first boot going well (the bytes every other section uses).
+    Generated,
+    /// A control-plane host under load: --hit-fraction of lines hit an anchor.
+    Busy,
+    /// Every line hits an anchor.
+    Worst,
+}
 
 #[derive(Debug, Parser)]
 #[command(about = "Write a realistic journal-like text of --bytes bytes")]
@@ -30,6 +59,12 @@ struct Args {
     /// Output file.
     #[arg(short, long)]
     output: PathBuf,
+    /// What the journal is of.
+    #[arg(long, value_enum, default_value_t = Shape::Generated)]
+    shape: Shape,
+    /// `busy` only: the fraction of lines that carry an anchor.
+    #[arg(long, default_value_t = 0.15)]
+    hit_fraction: f64,
 }
 
 const HOST: &str = "master-0";
@@ -381,20 +416,776 @@ fn line(
     };
 }
 
+// ---------------------------------------------------------------------------
+// busy and worst: a control-plane host under load, and failures only
+
+const API: &str = "api-int.ocp4.example.com";
+const API_IP: &str = "192.168.111.5";
+const HOST_IP: &str = "192.168.111.20";
+
+/// What a kubelet informer lists: (type, URL path and query).
+const LISTS: &[(&str, &str)] = &[
+    (
+        "*v1.Node",
+        "/api/v1/nodes?fieldSelector=metadata.name%3Dmaster-0&limit=500&resourceVersion=0",
+    ),
+    (
+        "*v1.Service",
+        "/api/v1/services?fieldSelector=spec.clusterIP%21%3DNone&limit=500&resourceVersion=0",
+    ),
+    (
+        "*v1.CSIDriver",
+        "/apis/storage.k8s.io/v1/csidrivers?limit=500&resourceVersion=0",
+    ),
+    (
+        "*v1.RuntimeClass",
+        "/apis/node.k8s.io/v1/runtimeclasses?limit=500&resourceVersion=0",
+    ),
+];
+
+/// How a call to the API fails while it comes and goes.
+const API_ERRORS: &[&str] = &[
+    "dial tcp 192.168.111.5:6443: connect: connection refused",
+    "dial tcp 192.168.111.5:6443: connect: connection refused",
+    "net/http: TLS handshake timeout",
+    "http2: client connection lost",
+    "context deadline exceeded",
+    "net/http: request canceled (Client.Timeout exceeded while awaiting headers)",
+];
+
+const OBJECTS: &[(&str, &str)] = &[
+    ("ConfigMap", "etcd-ca-bundle"),
+    ("ConfigMap", "etcd-scripts"),
+    ("ConfigMap", "kube-root-ca.crt"),
+    ("ConfigMap", "openshift-service-ca.crt"),
+    ("ConfigMap", "config"),
+    ("Secret", "etcd-all-certs"),
+    ("Secret", "serving-cert"),
+    ("Secret", "metrics-tls"),
+    ("Secret", "ovn-cert"),
+    ("Secret", "node-bootstrapper-token"),
+];
+
+const SERVICES: &[&str] = &[
+    "NetworkManager-dispatcher",
+    "systemd-hostnamed",
+    "rpm-ostreed",
+    "sssd-kcm",
+    "systemd-tmpfiles-clean",
+    "kubelet-auto-node-size",
+    "nodeip-configuration",
+];
+
+/// State of the busy host: etcd's members, keys and revisions, counters of
+/// the components that number their lines.
+struct Busy {
+    peers: Vec<String>,
+    keys: Vec<String>,
+    revision: u64,
+    ovs_seq: u32,
+    ovn_seq: u32,
+    macs: Vec<String>,
+}
+
+impl Busy {
+    fn new(rng: &mut fastrand::Rng, pools: &Pools) -> Self {
+        let mut keys: Vec<String> = pools
+            .pods
+            .iter()
+            .map(|p| format!("/kubernetes.io/pods/{}/{}", p.namespace, p.name))
+            .collect();
+        for ns in NAMESPACES {
+            for (kind, name) in OBJECTS {
+                keys.push(format!(
+                    "/kubernetes.io/{}s/{ns}/{name}",
+                    kind.to_lowercase()
+                ));
+            }
+            keys.push(format!("/kubernetes.io/leases/{ns}/{}-lock", &ns[10..]));
+        }
+        for node in ["master-0", "master-1", "master-2"] {
+            keys.push(format!("/kubernetes.io/leases/kube-node-lease/{node}"));
+            keys.push(format!("/kubernetes.io/minions/{node}"));
+        }
+        keys.push("/kubernetes.io/operator.openshift.io/etcds/cluster".to_owned());
+        keys.push("/kubernetes.io/config.openshift.io/clusterversions/version".to_owned());
+        Self {
+            peers: (0..3).map(|_| hex(rng, 16)).collect(),
+            keys,
+            revision: 40_000 + rng.u64(..10_000),
+            ovs_seq: rng.u32(100..2_000),
+            ovn_seq: rng.u32(100..2_000),
+            macs: (0..200)
+                .map(|_| {
+                    let h = hex(rng, 8);
+                    format!("0a:58:{}:{}:{}:{}", &h[..2], &h[2..4], &h[4..6], &h[6..8])
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A Go `time.Duration` as etcd and kubelet print it: `1.328207813s`,
+/// `512.345678ms`, between `lo` and `hi` microseconds.
+fn go_duration(rng: &mut fastrand::Rng, lo: u64, hi: u64) -> String {
+    let us = rng.u64(lo..hi);
+    let ns = us * 1_000 + rng.u64(..1_000);
+    let text = if ns >= 1_000_000_000 {
+        format!("{}.{:09}s", ns / 1_000_000_000, ns % 1_000_000_000)
+    } else {
+        format!("{}.{:06}ms", ns / 1_000_000, ns % 1_000_000)
+    };
+    // Go drops trailing zeros of the fraction.
+    let (num, unit) = text.split_at(
+        text.find(|c: char| c.is_ascii_alphabetic())
+            .unwrap_or(text.len()),
+    );
+    format!("{}{unit}", num.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// zap's timestamp (etcd): `2026-11-22T10:00:01.234567Z`.
+fn zap_ts(clock: &Clock) -> String {
+    let (h, m, s, us) = clock.parts();
+    format!("2026-11-22T{h:02}:{m:02}:{s:02}.{us:06}Z")
+}
+
+/// A klog header: `E1122 10:00:01.234567    2345 reflector.go:147] `.
+fn klog_head(out: &mut String, severity: char, clock: &Clock, at: &str) {
+    let _ = write!(out, "{severity}{}    2345 {at}] ", clock.klog());
+}
+
+/// The journal prefix of one line: `TS master-0 IDENT: `.
+fn prefix(out: &mut String, clock: &Clock, ident: &str) {
+    let _ = write!(out, "{} {HOST} {ident}: ", clock.iso());
+}
+
+fn etcd_json(out: &mut String, clock: &Clock, level: &str, caller: &str, msg: &str) {
+    prefix(out, clock, "etcd[3012]");
+    let _ = write!(
+        out,
+        "{{\"level\":\"{level}\",\"ts\":\"{}\",\"caller\":\"{caller}\",\"msg\":\"{msg}\"",
+        zap_ts(clock)
+    );
+}
+
+/// A line the busy host logs because it is slow or its API is down: what
+/// the anchors are there to find (most of these carry one).
+fn busy_failure(
+    rng: &mut fastrand::Rng,
+    pools: &Pools,
+    busy: &mut Busy,
+    clock: &Clock,
+    out: &mut String,
+) {
+    let pod = pick(rng, &pools.pods);
+    let _ = match rng.u32(..100) {
+        0..=27 => {
+            etcd_json(
+                out,
+                clock,
+                "warn",
+                "etcdserver/util.go:170",
+                "apply request took too long",
+            );
+            let took = go_duration(rng, 100_000, 2_500_000);
+            let key = pick(rng, &busy.keys);
+            if rng.u32(..3) == 0 {
+                busy.revision += rng.u64(1..20);
+                write!(
+                    out,
+                    ",\"took\":\"{took}\",\"expected-duration\":\"100ms\",\"prefix\":\"\",\"request\":\"header:<ID:{} username:\\\"etcd\\\" auth_revision:1 > txn:<compare:<target:MOD key:\\\"{key}\\\" mod_revision:{} > success:<request_put:<key:\\\"{key}\\\" value_size:{} >> failure:<request_range:<key:\\\"{key}\\\" > >>\",\"response\":\"size:{}\"}}",
+                    rng.u64(1 << 60..1 << 62),
+                    busy.revision - rng.u64(1..5_000),
+                    rng.u32(200..40_000),
+                    rng.u32(18..24)
+                )
+            } else {
+                write!(
+                    out,
+                    ",\"took\":\"{took}\",\"expected-duration\":\"100ms\",\"prefix\":\"read-only range \",\"request\":\"key:\\\"{key}\\\" \",\"response\":\"range_response_count:1 size:{}\"}}",
+                    rng.u32(400..90_000)
+                )
+            }
+        }
+        28..=35 => {
+            etcd_json(out, clock, "warn", "wal/wal.go:805", "slow fdatasync");
+            write!(
+                out,
+                ",\"took\":\"{}\",\"expected-duration\":\"1s\"}}",
+                go_duration(rng, 1_000_000, 4_000_000)
+            )
+        }
+        36..=43 => {
+            etcd_json(
+                out,
+                clock,
+                "warn",
+                "etcdserver/raft.go:416",
+                "leader failed to send out heartbeat on time; took too long, leader is overloaded likely from slow disk",
+            );
+            write!(
+                out,
+                ",\"to\":\"{}\",\"heartbeat-interval\":\"100ms\",\"expected-duration\":\"200ms\",\"exceeded-duration\":\"{}\"}}",
+                pick(rng, &busy.peers),
+                go_duration(rng, 10_000, 900_000)
+            )
+        }
+        44..=49 => {
+            etcd_json(
+                out,
+                clock,
+                "warn",
+                "etcdserver/v3_server.go:897",
+                "waiting for ReadIndex response took too long, retrying",
+            );
+            write!(
+                out,
+                ",\"sent-request-id\":{},\"retry-timeout\":\"500ms\"}}",
+                rng.u64(1 << 60..1 << 62)
+            )
+        }
+        50..=63 => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            let (kind, query) = *pick(rng, LISTS);
+            let err = pick(rng, API_ERRORS);
+            if rng.bool() {
+                klog_head(out, 'W', clock, "reflector.go:539");
+                write!(out, "k8s.io/client-go/informers/factory.go:159: failed to list {kind}: Get \"https://{API}:6443{query}\": {err}")
+            } else {
+                klog_head(out, 'E', clock, "reflector.go:147");
+                write!(out, "k8s.io/client-go/informers/factory.go:159: Failed to watch {kind}: failed to list {kind}: Get \"https://{API}:6443{query}\": {err}")
+            }
+        }
+        64..=71 => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            let (kind, name) = *pick(rng, OBJECTS);
+            klog_head(out, 'W', clock, "reflector.go:539");
+            write!(
+                out,
+                "object-\"{}\"/\"{name}\": failed to list *v1.{kind}: Get \"https://{API}:6443/api/v1/namespaces/{}/{}s?fieldSelector=metadata.name%3D{name}&resourceVersion={}\": {}",
+                pod.namespace,
+                pod.namespace,
+                kind.to_lowercase(),
+                busy.revision - rng.u64(..20_000),
+                pick(rng, API_ERRORS)
+            )
+        }
+        72..=76 => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            klog_head(out, 'E', clock, "controller.go:195");
+            write!(
+                out,
+                "\"Failed to update lease\" err=\"Put \\\"https://{API}:6443/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{HOST}?timeout=10s\\\": {}\"",
+                pick(rng, API_ERRORS)
+            )
+        }
+        77..=81 => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            klog_head(out, 'I', clock, "status_manager.go:853");
+            write!(
+                out,
+                "\"Failed to get status for pod\" podUID=\"{}\" pod=\"{}/{}\" err=\"Get \\\"https://{API}:6443/api/v1/namespaces/{}/pods/{}\\\": {}\"",
+                pod.uid, pod.namespace, pod.name, pod.namespace, pod.name,
+                pick(rng, API_ERRORS)
+            )
+        }
+        82..=86 => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            klog_head(out, 'E', clock, "event.go:368");
+            write!(
+                out,
+                "\"Unable to write event (may retry after sleeping)\" err=\"Patch \\\"https://{API}:6443/api/v1/namespaces/{}/events/{}.{}\\\": {}\" event=\"&Event{{ObjectMeta:{{{{{}.{}  {}    {} 0 0001-01-01 00:00:00 +0000 UTC <nil> <nil> map[] map[] [] [] []}},InvolvedObject:ObjectReference{{Kind:Pod,Namespace:{},Name:{},UID:{},APIVersion:v1,ResourceVersion:{},FieldPath:spec.containers{{{}}},}},Reason:Unhealthy,Message:Readiness probe failed: HTTP probe failed with statuscode: 500,Source:EventSource{{Component:kubelet,Host:{HOST},}},Count:{},Type:Warning,}}\"",
+                pod.namespace,
+                pod.name,
+                hex(rng, 16),
+                pick(rng, API_ERRORS),
+                pod.name,
+                hex(rng, 16),
+                pod.namespace,
+                busy.revision - rng.u64(..5_000),
+                pod.namespace,
+                pod.name,
+                pod.uid,
+                busy.revision - rng.u64(..20_000),
+                pick(rng, CONTAINERS),
+                rng.u32(2..400)
+            )
+        }
+        87..=92 => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            klog_head(out, 'E', clock, "kubelet_node_status.go:549");
+            write!(
+                out,
+                "\"Error updating node status, will retry\" err=\"error getting node \\\"{HOST}\\\": Get \\\"https://{API}:6443/api/v1/nodes/{HOST}?resourceVersion=0&timeout=10s\\\": {}\"",
+                pick(rng, API_ERRORS)
+            )
+        }
+        93..=96 => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            klog_head(out, 'I', clock, "prober.go:107");
+            let kind = ["Readiness", "Liveness", "Startup"][rng.usize(..3)];
+            write!(
+                out,
+                "\"Probe failed\" probeType=\"{kind}\" pod=\"openshift-kube-apiserver/kube-apiserver-{HOST}\" podUID=\"{}\" containerName=\"kube-apiserver\" probeResult=\"failure\" output=\"Get \\\"https://{HOST_IP}:6443/{}\\\": dial tcp {HOST_IP}:6443: connect: connection refused\"",
+                pools.pods[1].uid,
+                ["readyz", "livez", "healthz"][rng.usize(..3)]
+            )
+        }
+        _ => {
+            prefix(out, clock, "systemd[1]");
+            write!(
+                out,
+                "{}.service: Deactivated successfully.",
+                pick(rng, SERVICES)
+            )
+        }
+    };
+}
+
+/// A line the busy host logs that no rule is about: its info traces and
+/// warnings of load, and the first boot's usual lines.
+fn busy_background(
+    rng: &mut fastrand::Rng,
+    pools: &Pools,
+    busy: &mut Busy,
+    clock: &Clock,
+    focus: &mut Focus,
+    out: &mut String,
+) {
+    let pod = &pools.pods[focus.pod];
+    let _ = match rng.u32(..100) {
+        0..=44 => {
+            line(rng, pools, clock, focus, out);
+            Ok(())
+        }
+        45..=56 => {
+            busy.revision += rng.u64(1..30);
+            let id = rng.u64(1 << 28..1 << 34);
+            let key = pick(rng, &busy.keys);
+            let (start, took) = (zap_ts(clock), go_duration(rng, 100_000, 900_000));
+            etcd_json(
+                out,
+                clock,
+                "info",
+                "traceutil/trace.go:171",
+                &format!("trace[{id}] range"),
+            );
+            write!(
+                out,
+                ",\"detail\":\"{{range_begin:{key}; range_end:; response_count:1; response_revision:{}; }}\",\"duration\":\"{took}\",\"start\":\"{start}\",\"end\":\"{}\",\"steps\":[\"trace[{id}] 'agreement among raft nodes before linearized reading'  (duration: {})\",\"trace[{id}] 'range keys from in-memory index tree'  (duration: {})\"],\"step_count\":2}}",
+                busy.revision,
+                zap_ts(clock),
+                go_duration(rng, 90_000, 800_000),
+                go_duration(rng, 10, 900)
+            )
+        }
+        57..=59 => {
+            busy.revision += rng.u64(1..30);
+            etcd_json(
+                out,
+                clock,
+                "info",
+                "mvcc/kvstore_compaction.go:66",
+                "finished scheduled compaction",
+            );
+            let size = rng.u64(80_000_000..200_000_000);
+            write!(
+                out,
+                ",\"compact-revision\":{},\"took\":\"{}\",\"hash\":{},\"current-db-size-bytes\":{size},\"current-db-size\":\"{} MB\",\"current-db-size-in-use-bytes\":{},\"current-db-size-in-use\":\"{} MB\"}}",
+                busy.revision - 5_000,
+                go_duration(rng, 20_000, 400_000),
+                rng.u32(..),
+                size / 1_000_000,
+                size / 2,
+                size / 2_000_000
+            )
+        }
+        60..=66 => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            klog_head(out, 'I', clock, "prober.go:107");
+            write!(
+                out,
+                "\"Probe failed\" probeType=\"Readiness\" pod=\"openshift-etcd/etcd-{HOST}\" podUID=\"{}\" containerName=\"etcd-readyz\" probeResult=\"failure\" output=\"Get \\\"https://{HOST_IP}:9980/readyz\\\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)\"",
+                pools.pods[0].uid
+            )
+        }
+        67..=70 => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            klog_head(out, 'I', clock, "kubelet.go:2542");
+            write!(
+                out,
+                "\"SyncLoop (probe)\" probe=\"{}\" status=\"{}\" pod=\"{}/{}\"",
+                ["readiness", "liveness", "startup"][rng.usize(..3)],
+                ["", "ready", "unhealthy", "started"][rng.usize(..4)],
+                pod.namespace,
+                pod.name
+            )
+        }
+        71..=75 => {
+            prefix(out, clock, "crio[1876]");
+            write!(
+                out,
+                "time=\"2026-11-22 {}\" level=info msg=\"{} container {}: {}/{}/{}\" id={} name=/runtime.v1.RuntimeService/{}Container",
+                &clock.iso()[11..26],
+                ["Stopped", "Removed"][rng.usize(..2)],
+                pick(rng, &pools.containers),
+                pod.namespace,
+                pod.name,
+                pick(rng, CONTAINERS),
+                pick(rng, &pools.requests),
+                ["Stop", "Remove"][rng.usize(..2)]
+            )
+        }
+        76..=82 => {
+            busy.ovs_seq += 1;
+            prefix(out, clock, "ovs-vswitchd[1098]");
+            match rng.u32(..4) {
+                0 => write!(
+                    out,
+                    "ovs|{:05}|timeval|WARN|Unreasonably long {}ms poll interval ({}ms user, {}ms system)",
+                    busy.ovs_seq,
+                    rng.u32(1_000..9_000),
+                    rng.u32(10..900),
+                    rng.u32(10..900)
+                ),
+                1 => write!(
+                    out,
+                    "ovs|{:05}|timeval|WARN|context switches: {} voluntary, {} involuntary",
+                    busy.ovs_seq,
+                    rng.u32(1..400),
+                    rng.u32(1..90)
+                ),
+                2 => write!(
+                    out,
+                    "ovs|{:05}|connmgr|INFO|br-int<->unix#{}: {} flow_mods in the {} s starting {} s ago ({} adds, {} deletes)",
+                    busy.ovs_seq,
+                    rng.u32(1..90),
+                    rng.u32(1..900),
+                    rng.u32(1..60),
+                    rng.u32(1..60),
+                    rng.u32(1..600),
+                    rng.u32(1..300)
+                ),
+                _ => write!(
+                    out,
+                    "ovs|{:05}|poll_loop|INFO|wakeup due to [POLLIN] on fd {} (/var/run/openvswitch/br-int.mgmt<->) at lib/stream-fd.c:157 ({}% CPU usage)",
+                    busy.ovs_seq,
+                    rng.u32(20..120),
+                    rng.u32(50..101)
+                ),
+            }
+        }
+        83..=85 => {
+            busy.ovs_seq += 1;
+            prefix(out, clock, "ovsdb-server[1045]");
+            write!(
+                out,
+                "ovs|{:05}|{}|WARN|unix#{}: {}",
+                busy.ovs_seq,
+                ["jsonrpc", "reconnect"][rng.usize(..2)],
+                rng.u32(100..9_000),
+                [
+                    "receive error: Connection reset by peer",
+                    "connection dropped (Connection reset by peer)"
+                ][rng.usize(..2)]
+            )
+        }
+        _ => {
+            busy.ovn_seq += 1;
+            prefix(out, clock, "ovn-controller[5218]");
+            let ts = zap_ts(clock);
+            let (ts, seq) = (&ts[..23], busy.ovn_seq);
+            match rng.u32(..5) {
+                0 => write!(out, "{ts}Z|{seq:05}|binding|INFO|Claiming lport {}_{} for this chassis.", pod.namespace, pod.name),
+                1 => write!(
+                    out,
+                    "{ts}Z|{seq:05}|binding|INFO|{}_{}: Claiming {} 10.128.{}.{}/23",
+                    pod.namespace,
+                    pod.name,
+                    pick(rng, &busy.macs),
+                    rng.u8(0..2),
+                    rng.u8(2..254)
+                ),
+                2 => write!(out, "{ts}Z|{seq:05}|if_status|INFO|Not updating pb chassis for {}_{} now as sb is readonly", pod.namespace, pod.name),
+                3 => write!(out, "{ts}Z|{seq:05}|main|INFO|OVNSB commit failed, force recompute next time."),
+                _ => write!(
+                    out,
+                    "{ts}Z|{seq:05}|inc_proc_eng|INFO|node: logical_flow_output, recompute (forced) took {}ms",
+                    rng.u32(100..3_000)
+                ),
+            }
+        }
+    };
+}
+
+/// A failure line of any family, for the worst case (most carry an anchor;
+/// the caller draws again when one does not).
+fn worst_line(
+    rng: &mut fastrand::Rng,
+    pools: &Pools,
+    busy: &mut Busy,
+    clock: &Clock,
+    out: &mut String,
+) {
+    let pod = pick(rng, &pools.pods);
+    let image = pick(rng, &pools.images);
+    let cid = pick(rng, &pools.containers);
+    let _ = match rng.u32(..100) {
+        0..=39 => {
+            busy_failure(rng, pools, busy, clock, out);
+            Ok(())
+        }
+        40..=44 => {
+            prefix(out, clock, "release-image-download.sh[2101]");
+            write!(
+                out,
+                "Error: initializing source docker://quay.io/openshift-release-dev/ocp-release@sha256:{image}: pinging container registry quay.io: Get \"https://quay.io/v2/\": dial tcp: lookup quay.io on 192.168.111.{}:53: {}",
+                rng.u8(1..4),
+                ["no such host", "server misbehaving", "read udp 192.168.111.20:41234->192.168.111.1:53: i/o timeout"][rng.usize(..3)]
+            )
+        }
+        45..=49 => {
+            prefix(out, clock, "crio[1876]");
+            write!(
+                out,
+                "time=\"2026-11-22 {}\" level=error msg=\"Error pulling image quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{image}: {}\" id={}",
+                &clock.iso()[11..26],
+                [
+                    "pinging container registry quay.io: Get \\\"https://quay.io/v2/\\\": proxyconnect tcp: dial tcp 192.168.111.2:3128: connect: connection refused",
+                    "reading manifest sha256:0000 in quay.io/openshift-release-dev/ocp-v4.0-art-dev: unauthorized: access to the requested resource is not authorized",
+                    "reading manifest sha256:1111 in quay.io/openshift-release-dev/ocp-v4.0-art-dev: manifest unknown: manifest unknown",
+                    "pinging container registry quay.io: Get \\\"https://quay.io/v2/\\\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+                ][rng.usize(..4)],
+                pick(rng, &pools.requests)
+            )
+        }
+        50..=54 => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            klog_head(out, 'E', clock, "certificate_manager.go:562");
+            write!(
+                out,
+                "\"Unhandled Error\" err=\"kubernetes.io/kube-apiserver-client-kubelet: Failed while requesting a signed certificate from the control plane: cannot create certificate signing request: Post \\\"https://{API}:6443/apis/certificates.k8s.io/v1/certificatesigningrequests\\\": tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-11-22T{}Z is after 2026-11-{:02}T{:02}:{:02}:{:02}Z\"",
+                &clock.iso()[11..19],
+                rng.u8(1..22),
+                rng.u8(..24),
+                rng.u8(..60),
+                rng.u8(..60)
+            )
+        }
+        55..=59 => {
+            prefix(out, clock, "crio[1876]");
+            write!(
+                out,
+                "time=\"2026-11-22 {}\" level=error msg=\"error creating read-write layer with ID \\\"{cid}\\\": mkdir /var/lib/containers/storage/overlay/{cid}: no space left on device\"",
+                &clock.iso()[11..26]
+            )
+        }
+        60..=62 => {
+            prefix(out, clock, "crio[1876]");
+            write!(
+                out,
+                "time=\"2026-11-22 {}\" level=error msg=\"Failed to create container {}/{}/{}: layer not known\" id={}",
+                &clock.iso()[11..26],
+                pod.namespace,
+                pod.name,
+                pick(rng, CONTAINERS),
+                pick(rng, &pools.requests)
+            )
+        }
+        63..=66 => {
+            prefix(out, clock, "chronyd[1100]");
+            write!(
+                out,
+                "System clock wrong by {}.{:06} seconds",
+                rng.i32(-9_000..9_000),
+                rng.u32(..1_000_000)
+            )
+        }
+        67..=68 => {
+            prefix(out, clock, "chronyd[1100]");
+            write!(out, "Can't synchronise: no selectable sources")
+        }
+        69..=72 => {
+            prefix(out, clock, "kernel");
+            write!(
+                out,
+                "ixgbe 0000:3b:00.{} eno{}: NIC Link is Down",
+                rng.u8(..2),
+                rng.u8(1..3)
+            )
+        }
+        73..=75 => {
+            prefix(out, clock, "NetworkManager[1203]");
+            write!(
+                out,
+                "<info>  [{}] device (eno{}): carrier: link connected",
+                clock.epoch(),
+                rng.u8(1..3)
+            )
+        }
+        76..=80 => {
+            prefix(out, clock, "kernel");
+            write!(
+                out,
+                "audit: type=1400 audit({}:{}): avc:  denied  {{ {} }} for  pid={} comm=\"{}\" name=\"{}\" dev=\"overlay\" ino={} scontext=system_u:system_r:container_t:s0:c{},c{} tcontext=system_u:object_r:var_lib_t:s0 tclass=file permissive=0",
+                &clock.epoch()[..14],
+                rng.u32(100..99_999),
+                ["read", "write", "open", "getattr"][rng.usize(..4)],
+                rng.u32(2_000..90_000),
+                ["crio", "runc", "conmon", "etcd"][rng.usize(..4)],
+                &cid[..12],
+                rng.u32(1..9_999_999),
+                rng.u16(..1024),
+                rng.u16(..1024)
+            )
+        }
+        81..=84 => {
+            prefix(out, clock, "systemd[1]");
+            write!(
+                out,
+                "{}.service: Failed with result '{}'.",
+                [
+                    "bootkube",
+                    "release-image",
+                    "machine-config-daemon-firstboot",
+                    "ovs-configuration",
+                    "kubelet",
+                    "crio"
+                ][rng.usize(..6)],
+                ["exit-code", "timeout", "signal"][rng.usize(..3)]
+            )
+        }
+        85..=88 => {
+            prefix(out, clock, "ignition[1034]");
+            write!(
+                out,
+                "GET https://{API}:22623/config/master: attempt #{}",
+                rng.u32(1..400)
+            )
+        }
+        89..=93 => {
+            prefix(out, clock, "bootkube.sh[3300]");
+            write!(
+                out,
+                "Unable to connect to the server: dial tcp {API_IP}:6443: connect: {}",
+                [
+                    "connection refused",
+                    "no route to host",
+                    "network is unreachable"
+                ][rng.usize(..3)]
+            )
+        }
+        _ => {
+            prefix(out, clock, "kubenswrapper[2345]");
+            klog_head(out, 'E', clock, "pod_workers.go:1301");
+            write!(
+                out,
+                "\"Error syncing pod, skipping\" err=\"failed to \\\"StartContainer\\\" for \\\"{}\\\" with ErrImagePull: \\\"initializing source docker://quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{image}: pinging container registry quay.io: Get \\\\\\\"https://quay.io/v2/\\\\\\\": dial tcp: lookup quay.io on 192.168.111.1:53: no such host\\\"\" pod=\"{}/{}\" podUID=\"{}\"",
+                pick(rng, CONTAINERS),
+                pod.namespace,
+                pod.name,
+                pod.uid
+            )
+        }
+    };
+}
+
+/// A line count as a float (counts stay far below 2^52).
+#[allow(clippy::cast_precision_loss)]
+fn count(n: u64) -> f64 {
+    n as f64
+}
+
+/// The engine's own anchors (`diagnose::ANCHORS`), looked for the way it
+/// does: anywhere in a line, case-sensitive. Indexed by their first two
+/// bytes, so a line costs about a nanosecond a byte (bench/tools adds no
+/// crate to the lock file for this).
+struct Anchors {
+    by_pair: Vec<Vec<&'static [u8]>>,
+    short: Vec<&'static [u8]>,
+}
+
+impl Anchors {
+    fn new() -> Self {
+        let mut by_pair = vec![Vec::new(); 1 << 16];
+        let mut short = Vec::new();
+        for anchor in diagnose::ANCHORS.iter() {
+            let anchor: &'static [u8] = AsRef::<[u8]>::as_ref(anchor);
+            match anchor {
+                [a, b, ..] => by_pair[usize::from(*a) << 8 | usize::from(*b)].push(anchor),
+                _ => short.push(anchor),
+            }
+        }
+        Self { by_pair, short }
+    }
+
+    fn hit(&self, line: &str) -> bool {
+        let line = line.as_bytes();
+        if self
+            .short
+            .iter()
+            .any(|a| a.is_empty() || line.contains(&a[0]))
+        {
+            return true;
+        }
+        line.windows(2).enumerate().any(|(at, pair)| {
+            self.by_pair[usize::from(pair[0]) << 8 | usize::from(pair[1])]
+                .iter()
+                .any(|a| line[at..].starts_with(a))
+        })
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&args.hit_fraction),
+        "--hit-fraction is a fraction"
+    );
     let mut rng = fastrand::Rng::with_seed(args.seed);
     let pools = Pools::new(&mut rng);
     let mut clock = Clock { micros: 0 };
     let mut focus = Focus::new(&mut rng, &pools);
+    let mut busy = (args.shape != Shape::Generated).then(|| Busy::new(&mut rng, &pools));
+    let anchors = Anchors::new();
     let file = std::fs::File::create(&args.output)
         .with_context(|| format!("creating {}", args.output.display()))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let mut written: u64 = 0;
+    let (mut lines, mut hits): (u64, u64) = (0, 0);
     let mut text = String::with_capacity(1024);
     while written < args.bytes {
         text.clear();
-        line(&mut rng, &pools, &clock, &mut focus, &mut text);
+        match (args.shape, busy.as_mut()) {
+            (Shape::Busy, Some(busy)) => {
+                // Draw a failure line while the running fraction is behind,
+                // with some slack so failures come in bursts as they do.
+                let behind = args.hit_fraction * count(lines + 1) - count(hits);
+                let p = (args.hit_fraction + behind / 64.0).clamp(0.0, 1.0);
+                if rng.f64() < p {
+                    busy_failure(&mut rng, &pools, busy, &clock, &mut text);
+                } else {
+                    busy_background(&mut rng, &pools, busy, &clock, &mut focus, &mut text);
+                }
+            }
+            (Shape::Worst, Some(busy)) => {
+                let mut tries = 0;
+                loop {
+                    worst_line(&mut rng, &pools, busy, &clock, &mut text);
+                    if anchors.hit(&text) {
+                        break;
+                    }
+                    tries += 1;
+                    anyhow::ensure!(
+                        tries < 10_000,
+                        "no failure line carries an anchor of diagnose::ANCHORS"
+                    );
+                    text.clear();
+                }
+            }
+            _ => line(&mut rng, &pools, &clock, &mut focus, &mut text),
+        }
+        let hit = anchors.hit(&text);
         text.push('\n');
         clock.tick(&mut rng);
         let take = usize::try_from(args.bytes - written)
@@ -403,8 +1194,20 @@ fn main() -> anyhow::Result<()> {
         out.write_all(&text.as_bytes()[..take])
             .with_context(|| format!("writing {}", args.output.display()))?;
         written += take as u64;
+        lines += 1;
+        hits += u64::from(hit);
     }
     out.flush()
         .with_context(|| format!("writing {}", args.output.display()))?;
+    eprintln!(
+        "{}",
+        serde_json::json!({
+            "shape": format!("{:?}", args.shape).to_lowercase(),
+            "bytes": written,
+            "lines": lines,
+            "anchor_lines": hits,
+            "anchor_fraction": if lines == 0 { 0.0 } else { count(hits) / count(lines) },
+        })
+    );
     Ok(())
 }
