@@ -87,18 +87,6 @@ pub(super) fn hostname(msg: &str) -> Option<Signal> {
 /// checks, a listener on an address the host no longer has, a serving
 /// certificate for other IPs than the one asked.
 pub(super) fn ip_changed(msg: &str) -> Option<Signal> {
-    if let Some(rest) = after(msg, "listen tcp ") {
-        if msg.contains("cannot assign requested address") {
-            let addr = token_until(rest, &[':', ' ']);
-            let addr = addr.trim_start_matches('[').trim_end_matches(']');
-            return Some(Signal::new(
-                Category::IpChanged,
-                addr,
-                format!("{addr} is no longer an address of this host (bind: cannot assign requested address): its IP changed"),
-                Nature::Fatal,
-            ));
-        }
-    }
     const ETCD_MEMBERSHIP: &[&str] = &[
         "but missing from --initial-advertise-peer-urls",
         "to match --initial-cluster",
@@ -111,6 +99,18 @@ pub(super) fn ip_changed(msg: &str) -> Option<Signal> {
         "failed to find local ID in cluster members",
         "unmatched member while checking PeerURLs",
     ];
+    if let Some(rest) = after(msg, "listen tcp ") {
+        if msg.contains("cannot assign requested address") {
+            let addr = token_until(rest, &[':', ' ']);
+            let addr = addr.trim_start_matches('[').trim_end_matches(']');
+            return Some(Signal::new(
+                Category::IpChanged,
+                addr,
+                format!("{addr} is no longer an address of this host (bind: cannot assign requested address): its IP changed"),
+                Nature::Fatal,
+            ));
+        }
+    }
     if let Some(what) = ETCD_MEMBERSHIP.iter().find(|w| msg.contains(*w)) {
         return Some(Signal::new(
             Category::IpChanged,

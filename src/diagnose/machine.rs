@@ -16,6 +16,16 @@ use super::signal::{Category, Nature, Signal};
 
 /// The host's OS cannot become the release's.
 pub(super) fn os_image(msg: &str) -> Option<Signal> {
+    const TOO_OLD: &[&str] = &[
+        "not new enough",
+        "Invalid refspec",
+        "unknown option",
+        "Unknown option",
+        "unrecognized option",
+        "failed to deploy container image",
+        "ostree-prepare-root",
+        "composefs",
+    ];
     if let Some(rest) = after(msg, "expected target osImageURL ") {
         let want = token_until(rest.trim_start_matches(['"', '\\']), &['"', '\\', ',']);
         return Some(Signal::new(
@@ -29,16 +39,6 @@ pub(super) fn os_image(msg: &str) -> Option<Signal> {
         ));
     }
     // A boot image too old for what the release asks of it.
-    const TOO_OLD: &[&str] = &[
-        "not new enough",
-        "Invalid refspec",
-        "unknown option",
-        "Unknown option",
-        "unrecognized option",
-        "failed to deploy container image",
-        "ostree-prepare-root",
-        "composefs",
-    ];
     let rebase = [
         "rpm-ostree",
         "ostree",
@@ -169,7 +169,9 @@ pub(super) fn manifest(msg: &str) -> Option<Signal> {
     ))
 }
 
-/// The first `*.yaml` / `*.yml` / `*.json` name in `text`.
+/// The first `*.yaml` / `*.yml` / `*.json` name in `text` (as the
+/// installer prints it: lower case).
+#[allow(clippy::case_sensitive_file_extension_comparisons)]
 fn yaml_file(text: &str) -> Option<&str> {
     text.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '(' | ')' | ',' | '\\'))
         .map(|t| t.trim_end_matches(':'))

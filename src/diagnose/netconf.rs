@@ -174,7 +174,9 @@ pub(super) fn mtu(msg: &str) -> Option<Signal> {
 }
 
 /// A connection to an outside endpoint timed out or was reset, with no
-/// proxy in between: a firewall drops it.
+/// proxy in between: a firewall drops it. (Names as Go prints them: lower
+/// case.)
+#[allow(clippy::case_sensitive_file_extension_comparisons)]
 pub(super) fn egress(msg: &str) -> Option<Signal> {
     const DROPPED: &[&str] = &[
         "i/o timeout",
@@ -251,8 +253,7 @@ mod tests {
         let s = dns_config("dial tcp: lookup registry-1.docker.io on [::1]:53: read udp [::1]:35711->[::1]:53: read: connection refused").unwrap();
         assert_eq!(s.category, Category::DnsConfig);
         assert!(dns_config("lookup quay.io on 10.0.0.1:53: no such host").is_none());
-        let s =
-            egress(r#"Get https://quay.io/v2/: dial tcp 54.83.191.206:443: i/o timeout"#).unwrap();
+        let s = egress("Get https://quay.io/v2/: dial tcp 54.83.191.206:443: i/o timeout").unwrap();
         assert_eq!(s.category, Category::EgressBlocked);
         assert!(egress("dial tcp 10.0.0.5:443: i/o timeout").is_none());
         assert!(mtu("write: message too long").is_some());

@@ -173,7 +173,7 @@ fn is_command(text: &str) -> bool {
         return true;
     }
     if let Some(rest) = text.strip_prefix('[') {
-        if let Some(close) = rest.find("]") {
+        if let Some(close) = rest.find(']') {
             let inside = &rest[..close];
             let after = &rest[close + 1..];
             return inside.contains('@') && (after.starts_with("$ ") || after.starts_with("# "));

@@ -10,7 +10,6 @@ use super::{host, machine, net, netconf, node, registry, runtime, storage, tls};
 /// One rule: its check, and the fixed texts of which every message it
 /// matches holds at least one (case-sensitive: the programs' own words).
 pub(super) struct Rule {
-    pub(super) name: &'static str,
     pub(super) check: fn(&str) -> Option<Signal>,
     pub(super) anchors: &'static [&'static str],
 }
@@ -28,7 +27,6 @@ pub(super) const UNIT_EVENT_ANCHORS: &[&str] = &[
 /// certificate is a clock problem before it is a trust problem).
 pub(super) const RULES: &[Rule] = &[
     Rule {
-        name: "registry::mirror",
         check: registry::mirror,
         anchors: &[
             "Mirrors also failed",
@@ -40,7 +38,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "tls::clock",
         check: tls::clock,
         anchors: &[
             "certificate has expired",
@@ -56,7 +53,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "tls::expired",
         check: tls::expired,
         anchors: &[
             "certificate has expired",
@@ -70,7 +66,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "host::ip_changed",
         check: host::ip_changed,
         anchors: &[
             "cannot assign requested address",
@@ -88,7 +83,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "tls::trust",
         check: tls::trust,
         anchors: &[
             "unknown authority",
@@ -102,17 +96,14 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "net::proxy",
         check: net::proxy,
         anchors: &["proxyconnect", "Proxy Authentication", "from proxy"],
     },
     Rule {
-        name: "netconf::dns_config",
         check: netconf::dns_config,
         anchors: &["no DNS servers", "on [::1]:53", "on 127.", "127.0.0.53"],
     },
     Rule {
-        name: "net::dns",
         check: net::dns,
         anchors: &[
             "lookup ",
@@ -124,7 +115,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "registry::auth",
         check: registry::auth,
         anchors: &[
             "unauthorized",
@@ -140,7 +130,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "storage::full",
         check: storage::full,
         anchors: &[
             "no space left on device",
@@ -154,7 +143,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "runtime::crio_config",
         check: runtime::crio_config,
         anchors: &[
             "alidating runtime config",
@@ -173,7 +161,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "storage::crio_storage",
         check: storage::crio_storage,
         anchors: &[
             "layer not known",
@@ -190,7 +177,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "storage::etcd",
         check: storage::etcd,
         anchors: &[
             "fdatasync",
@@ -204,7 +190,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "machine::os_image",
         check: machine::os_image,
         anchors: &[
             "osImageURL",
@@ -220,7 +205,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "machine::daemon",
         check: machine::daemon,
         anchors: &[
             "Marking Degraded",
@@ -238,7 +222,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "netconf::ovs",
         check: netconf::ovs,
         anchors: &[
             "configure-ovs",
@@ -253,7 +236,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "netconf::route",
         check: netconf::route,
         anchors: &[
             "find default gateway",
@@ -265,7 +247,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "host::duplicate_ip",
         check: host::duplicate_ip,
         anchors: &[
             "already in use in the network",
@@ -284,7 +265,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "host::hostname",
         check: host::hostname,
         anchors: &[
             "non-localhost hostname",
@@ -296,12 +276,10 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "net::mcs",
         check: net::mcs,
         anchors: &[":22623", "GET result: OK", "GET error", ": attempt #"],
     },
     Rule {
-        name: "net::api",
         check: net::api,
         anchors: &[
             ":6443",
@@ -310,7 +288,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "netconf::mtu",
         check: netconf::mtu,
         anchors: &[
             "message too long",
@@ -324,7 +301,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "netconf::egress",
         check: netconf::egress,
         anchors: &[
             "i/o timeout",
@@ -334,7 +310,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "net::link",
         check: net::link,
         anchors: &[
             "Link is ",
@@ -356,7 +331,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "registry::release",
         check: registry::release,
         anchors: &[
             "exec format error",
@@ -365,7 +339,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "node::csr",
         check: node::csr,
         anchors: &[
             "not signed",
@@ -376,12 +349,10 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "node::selinux",
         check: node::selinux,
         anchors: &["avc:  denied", "avc: denied", "RELRO protection failed"],
     },
     Rule {
-        name: "machine::manifest",
         check: machine::manifest,
         anchors: &[
             "failed to load some manifests",
@@ -403,7 +374,6 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
-        name: "runtime::image_pull",
         check: runtime::image_pull,
         anchors: &[
             "Pull failed",

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::anchors::{anchors, AnchorFinder};
+use super::anchors::AnchorFinder;
 use super::*;
 
 fn engine_with(members: &[(&str, &str)]) -> Diagnosis {

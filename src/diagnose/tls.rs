@@ -22,7 +22,7 @@ fn endpoint(msg: &str) -> &str {
 pub(super) fn clock(msg: &str) -> Option<Signal> {
     if let Some(rest) = after(msg, "certificate has expired or is not yet valid") {
         let host = endpoint(msg);
-        let (now, relation, bound) = validity(rest)?;
+        let (now, relation, bound) = validity(rest);
         // `is after`: the certificate's end passed: expired_certificate's.
         if relation == "after" {
             return None;
@@ -165,28 +165,37 @@ pub(super) fn trust(msg: &str) -> Option<Signal> {
 }
 
 /// `current time A is before|after B` of Go's x509 error: (A, relation, B).
-fn validity(rest: &str) -> Option<(&str, &str, &str)> {
+fn validity(rest: &str) -> (&str, &str, &str) {
     let Some(r) = after(rest, "current time ") else {
-        return Some(("?", "at", "?"));
+        return ("?", "at", "?");
     };
     let now = token_until(r, &[' ']);
     let tail = &r[now.len()..];
     if let Some(b) = after(tail, " is before ") {
-        return Some((now, "before", token_until(b, &[' ', '"', ',', ')', '\\'])));
+        return (now, "before", token_until(b, &[' ', '"', ',', ')', '\\']));
     }
     if let Some(b) = after(tail, " is after ") {
-        return Some((now, "after", token_until(b, &[' ', '"', ',', ')', '\\'])));
+        return (now, "after", token_until(b, &[' ', '"', ',', ')', '\\']));
     }
-    Some((now, "at", "?"))
+    (now, "at", "?")
 }
 
 /// A certificate past its end while the clock is right: install assets
 /// reused from an older attempt, an expired serving certificate, or
 /// certificates of another installation's CA.
 pub(super) fn expired(msg: &str) -> Option<Signal> {
+    const EXPIRED: &[&str] = &[
+        "tls: expired certificate",
+        "certificate is expired",
+        "Certificate is expired",
+        "is expired: ",
+        "certificate has expired",
+        "certificate expired",
+        "crypto/rsa: verification error",
+    ];
     let host = endpoint(msg);
     if let Some(rest) = after(msg, "certificate has expired or is not yet valid") {
-        let (now, relation, bound) = validity(rest)?;
+        let (now, relation, bound) = validity(rest);
         let summary = if relation == "after" {
             format!("{host}'s certificate expired at {bound} (host clock {now}): reused install assets or a stale certificate")
         } else {
@@ -199,15 +208,6 @@ pub(super) fn expired(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
-    const EXPIRED: &[&str] = &[
-        "tls: expired certificate",
-        "certificate is expired",
-        "Certificate is expired",
-        "is expired: ",
-        "certificate has expired",
-        "certificate expired",
-        "crypto/rsa: verification error",
-    ];
     if let Some(rest) = after(msg, " expired at ") {
         if msg.contains("ertificate") {
             let name = after(msg, "Certificate ")
