@@ -110,6 +110,36 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
+    // Go's net/http before 1.13: `http: error connecting to proxy P: …`.
+    if let Some(rest) = after(msg, "error connecting to proxy") {
+        let proxy = url_host(rest).unwrap_or("the proxy");
+        return Some(Signal::new(
+            Category::Proxy,
+            proxy,
+            format!("proxy {proxy} unreachable (error connecting to proxy)"),
+            Nature::Transient,
+        ));
+    }
+    // kubectl printing an HTTP status line instead of the API's JSON
+    // answer: something in between (a proxy) answered.
+    if let Some(rest) = after(msg, "Unable to connect to the server: ") {
+        let status = [
+            "Service Unavailable",
+            "Bad Gateway",
+            "Gateway Timeout",
+            "Forbidden",
+        ]
+        .into_iter()
+        .find(|s| rest.trim_start().starts_with(s));
+        if let Some(status) = status {
+            return Some(Signal::new(
+                Category::Proxy,
+                "the proxy",
+                format!("a proxy answered the API's requests with {status}: check noProxy covers the API"),
+                Nature::Transient,
+            ));
+        }
+    }
     if msg.contains("Proxy Authentication Required") || msg.contains("code 407 from proxy") {
         let target = url_host(msg)
             .or_else(|| registry_host(msg))

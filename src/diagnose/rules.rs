@@ -97,7 +97,13 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         check: net::proxy,
-        anchors: &["proxyconnect", "Proxy Authentication", "from proxy"],
+        anchors: &[
+            "proxyconnect",
+            "Proxy Authentication",
+            "from proxy",
+            "error connecting to proxy",
+            "Unable to connect to the server: ",
+        ],
     },
     Rule {
         check: netconf::dns_config,
