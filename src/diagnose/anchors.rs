@@ -62,10 +62,10 @@ pub(super) fn anchors() -> &'static AhoCorasick {
 /// scan. The automaton above has no useful prefilter for this many patterns
 /// (its Teddy fingerprint is their first bytes, shared by most log text) and
 /// walks every byte at about 100 MB/s; here aho-corasick's packed (Teddy)
-/// searchers look for one 4-byte needle of each anchor, the one made of the
-/// bytes least common in logs, and a needle found is checked against the
-/// anchors it was taken from. Teddy takes at most [`NEEDLES_PER_SEARCHER`]
-/// needles, so the needles are split over a few searchers.
+/// searcher looks for 4-byte needles that together cover every anchor
+/// ([`choose_needles`]), and a needle found is checked against the anchors
+/// it was taken from. Teddy holds at most [`NEEDLES_PER_SEARCHER`] needles:
+/// past that a second searcher (a second pass over every byte) is built.
 pub(super) struct AnchorFinder {
     /// Each searcher with, for each of its needles (pattern id), the
     /// anchors holding it, where, and the rules each dispatches to.

@@ -407,7 +407,11 @@ fn persistence(category: Category) -> Option<(i64, u64)> {
         | Category::Proxy
         | Category::McsUnreachable
         | Category::NetworkLink
-        | Category::ClockSkew => Some((5 * 60, 3)),
+        | Category::ClockSkew
+        | Category::EgressBlocked
+        | Category::ImagePull
+        | Category::MtuMismatch
+        | Category::Hostname => Some((5 * 60, 3)),
         Category::EtcdSlowDisk => Some((10 * 60, 20)),
         _ => None,
     }

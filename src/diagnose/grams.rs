@@ -1,6 +1,6 @@
 //! The 4-byte sequences most common in a healthy control-plane host's
-//! journal (little-endian `u32`s, sorted): the anchor finder takes one as
-//! a needle only when its anchor has no rarer one. Written by
+//! journal (little-endian `u32`s, sorted): among needles covering as many
+//! anchors, the anchor finder takes one not in this list. Written by
 //! `scripts/common-4grams` from `journal-gen`'s generated journal.
 
 #[rustfmt::skip]

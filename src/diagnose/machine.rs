@@ -49,7 +49,14 @@ pub(super) fn os_image(msg: &str) -> Option<Signal> {
     ]
     .iter()
     .any(|w| msg.contains(w));
-    if let Some(what) = TOO_OLD.iter().find(|w| msg.contains(*w)) {
+    // rpm-ostree too old for layering falls back to an update via the
+    // container, which is fine when that works: not a failure by itself.
+    let forced = msg.contains("forcing an update");
+    if let Some(what) = TOO_OLD
+        .iter()
+        .find(|w| msg.contains(*w))
+        .filter(|_| !forced)
+    {
         let failed = ["fail", "error", "Error", "not new enough", "Invalid"]
             .iter()
             .any(|w| msg.contains(w));

@@ -25,8 +25,10 @@
 //! - `finding.rs`: `diagnosis.json`'s shape ([`Diagnosis`]) and its headline;
 //! - `anchors.rs`: [`ANCHORS`] and their vectorised finder;
 //! - `rules.rs`: the rules in precedence order, [`classify`];
-//! - `net.rs`, `tls.rs`, `registry.rs`, `storage.rs`, `node.rs`: one family
-//!   of rules each;
+//! - `net.rs`, `netconf.rs`, `host.rs`, `tls.rs`, `registry.rs`, `runtime.rs`,
+//!   `storage.rs`, `machine.rs`, `node.rs`: one family of rules each;
+//! - `grams.rs`: the commonest 4-byte sequences of a healthy journal;
+//! - `corpus.rs` (tests): the real corpus scored;
 //! - `normalise.rs`: a line of any shape taken apart ([`parse_line`]);
 //! - `line.rs`: the text helpers of the rules; `signal.rs`: the vocabulary.
 //!

@@ -7,7 +7,9 @@ use super::signal::{Category, Nature, Signal};
 
 /// kubelet's certificate manager waiting on an unapproved CSR.
 pub(super) fn csr(msg: &str) -> Option<Signal> {
-    if msg.contains("Certificate request was not signed") {
+    if msg.contains("Certificate request was not signed")
+        || msg.contains("certificate request was not signed")
+    {
         return Some(Signal::new(
             Category::CsrPending,
             "kubelet client certificate",

@@ -17,6 +17,10 @@ pub(super) struct Rule {
 /// Anchors of systemd's unit events (`node::unit_event`): not a rule of
 /// their own, read before the rules.
 pub(super) const UNIT_EVENT_ANCHORS: &[&str] = &[
+    // `systemctl status` blocks: the `● kubelet.service - …` header and
+    // `Active: failed (Result: …)`.
+    ".service - ",
+    "Active: failed",
     ".service: Failed with result",
     ".service: Deactivated successfully",
     ".service: Succeeded",
@@ -145,7 +149,7 @@ pub(super) const RULES: &[Rule] = &[
             "Disk usage on image filesystem",
             "DiskPressure",
             "disk pressure",
-            "failed to garbage collect required amount",
+            "garbage collect required amount",
         ],
     },
     Rule {
@@ -348,6 +352,7 @@ pub(super) const RULES: &[Rule] = &[
         check: node::csr,
         anchors: &[
             "not signed",
+            "request was not signed",
             "Pending",
             "no serving certificate",
             "tls: internal error",

@@ -17,7 +17,7 @@ pub(super) fn full(msg: &str) -> Option<Signal> {
         "Disk usage on image filesystem is over the high threshold",
         "DiskPressure",
         "disk pressure",
-        "failed to garbage collect required amount of images",
+        "ailed to garbage collect required amount of images",
     ];
     if let Some(what) = PRESSURE.iter().find(|w| msg.contains(*w)) {
         if what.contains("ressure")
@@ -97,20 +97,27 @@ pub(super) fn df_row(line: &str) -> Option<Signal> {
 /// entries took too long [1.2s for 1 entries]`. A duration under its own
 /// bound (or, where none is printed, under 100 ms) is not counted.
 pub(super) fn etcd(msg: &str) -> Option<Signal> {
+    // Heartbeats first: their line also says "took too long".
     let what = if msg.contains("slow fdatasync") {
         "slow fdatasync"
-    } else if msg.contains("took too long") && !msg.contains("ReadIndex") {
-        "request took too long"
     } else if msg.contains("leader is overloaded likely from slow disk")
         || msg.contains("server is likely overloaded")
     {
         "heartbeat late: leader overloaded by a slow disk"
+    } else if msg.contains("send out heartbeat on time") {
+        "heartbeat late"
     } else if msg.contains("timed out waiting for read index response")
         || msg.contains("waiting for the applied index took too long")
     {
         "reads timed out waiting for the leader"
-    } else if msg.contains("send out heartbeat on time") {
-        "heartbeat late"
+    } else if msg.contains("took too long")
+        && !msg.contains("ReadIndex")
+        && (msg.contains("request") || msg.contains("apply entries"))
+    {
+        // etcd's own wordings: `apply request took too long`, `read-only
+        // range request … took too long (…) to execute`, `apply entries
+        // took too long`; not any program's "took too long".
+        "request took too long"
     } else if msg.contains("sync duration of") && msg.contains("expected less than") {
         "slow WAL sync"
     } else {
@@ -152,7 +159,7 @@ pub(super) fn crio_storage(msg: &str) -> Option<Signal> {
         "structure needs cleaning",
         "is not supported over",
         "layer not known",
-        "error creating overlay mount",
+        "creating overlay mount",
         "A storage corruption might have occurred",
         "storage corruption",
         "image not known",

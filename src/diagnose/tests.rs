@@ -281,3 +281,23 @@ fn the_anchor_finder_agrees_with_the_automaton() {
     let block = format!("{filler}\n").repeat(100);
     assert_eq!(finder.find(block.as_bytes(), 0), None);
 }
+
+#[test]
+fn a_systemctl_status_block_names_its_failed_unit() {
+    let text = "$ systemctl status node-valid-hostname\n\u{25cf} node-valid-hostname.service - Wait for a non-localhost hostname\n   Loaded: loaded (/usr/lib/systemd/system/node-valid-hostname.service; enabled)\n   Active: failed (Result: timeout) since Fri 2022-04-15 11:35:50 UTC; 1h ago\n";
+    let s = super::scan_text("journal/excerpt.log", text.as_bytes()).unwrap();
+    let placement = super::whole(&s);
+    let mut engine = Engine::new();
+    engine.absorb(s, placement);
+    let d = engine.finish();
+    let first = d.findings.first().expect("the failed unit is a finding");
+    assert_eq!(first.category, Category::Hostname, "{first:?}");
+    assert_eq!(first.consequences[0].unit, "node-valid-hostname");
+}
+
+#[test]
+fn took_too_long_is_etcd_only_in_etcd_wordings() {
+    assert!(classify("kubelet: image pull took too long, retrying").is_none());
+    let s = classify(r#"{"level":"warn","msg":"leader failed to send out heartbeat on time; took too long, leader is overloaded likely from slow disk","expected-duration":"200ms","exceeded-duration":"1.2s"}"#).unwrap();
+    assert!(s.summary.contains("heartbeat late"), "{}", s.summary);
+}
