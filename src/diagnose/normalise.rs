@@ -215,7 +215,7 @@ fn iso_stamp(text: &str) -> Option<(i64, &str)> {
         text.find(' ')?
     } else {
         // `2026-11-22 10:00:01.25 rest`: the date's space is not the end.
-        19 + text[19..].find(' ')?
+        19 + text.get(19..)?.find(' ')?
     };
     let at = parse_rfc3339(&text[..end])?;
     Some((at, &text[end + 1..]))
@@ -412,13 +412,15 @@ fn inner_prefix(text: &str) -> Option<(Option<Stamp>, Option<&str>, &str)> {
         if b.len() > 20 && b[4] == b'/' && b[7] == b'/' && b[10] == b' ' {
             let iso = format!(
                 "{}-{}-{}T{}Z",
-                &text[..4],
-                &text[5..7],
-                &text[8..10],
-                &text[11..19]
+                text.get(..4)?,
+                text.get(5..7)?,
+                text.get(8..10)?,
+                text.get(11..19)?
             );
             let at = parse_rfc3339(&iso)?;
-            let rest = text[19..].trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
+            let rest = text
+                .get(19..)?
+                .trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
             return Some((Some(Stamp::Full(at)), None, rest.trim_start()));
         }
     }
@@ -561,6 +563,21 @@ mod tests {
         assert_eq!(syslog_stamp(line), None);
         let _ = parse(line);
         assert!(syslog_stamp("Feb 03 10:04:01 h x: y").is_some());
+    }
+
+    #[test]
+    fn characters_straddling_stamp_fields_are_not_stamps() {
+        // Found by fuzz/fuzz_targets/diagnose.rs: a 3-byte character at
+        // byte 18 made the ISO end search slice mid-character.
+        for line in [
+            "2026-11-200 master-0 r\u{fffd}x",
+            "2026-11-20 10:00:0\u{fffd} master-0 x[1]: y",
+            "2024/01/02 03:04:0\u{fffd} boom",
+        ] {
+            let _ = parse(line);
+            let _ = starts_record(line);
+            let _ = run_together(line);
+        }
     }
 
     #[test]
