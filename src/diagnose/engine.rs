@@ -6,9 +6,10 @@
 
 use std::collections::BTreeMap;
 
+use super::classify::classify;
 use super::finding::{Consequence, Diagnosis, Evidence, Finding, FORMAT_VERSION};
 use super::line;
-use super::rules::classify;
+use super::normalise;
 use super::scanner::{Kind, Placement, RawEvidence, Scanner, UnitMarks};
 use super::signal::{Category, Nature, Severity, Signal};
 use crate::records::{Outcome, Summary};
@@ -257,7 +258,7 @@ impl Engine {
             for failure in &service.failures {
                 let recovered = failure.run < runs || service.status == Outcome::Success;
                 let at_text = failure.at.clone();
-                let at = at_text.as_deref().and_then(line::parse_rfc3339);
+                let at = at_text.as_deref().and_then(normalise::parse_rfc3339);
                 let consequence = Consequence {
                     unit: service.service.clone(),
                     what: failure.what.clone(),
@@ -267,7 +268,7 @@ impl Engine {
                 let message = failure.error_message.as_deref().unwrap_or_default();
                 let signal = message
                     .lines()
-                    .filter_map(|l| classify(line::parse(l).message))
+                    .filter_map(|l| classify(normalise::parse(l).message))
                     .find(|s| s.nature != Nature::Recovery);
                 if let Some(signal) = signal {
                     let acc = self.acc_for(&signal);
@@ -281,9 +282,9 @@ impl Engine {
                 }
                 let last_line = message
                     .lines()
-                    .map(|l| line::parse(l).message)
+                    .map(|l| normalise::parse(l).message)
                     .find(|m| m.starts_with("Error") || m.contains("error"))
-                    .or_else(|| message.lines().next().map(|l| line::parse(l).message))
+                    .or_else(|| message.lines().next().map(|l| normalise::parse(l).message))
                     .unwrap_or("no error message recorded");
                 let signal = Signal::new(
                     Category::Other,
@@ -353,7 +354,7 @@ impl Engine {
                 unit.clone(),
                 format!(
                     "{unit}.service failed ({})",
-                    line::parse(&evidence.text).message
+                    normalise::parse(&evidence.text).message
                 ),
                 Nature::Transient,
             );

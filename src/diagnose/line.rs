@@ -1,9 +1,6 @@
-//! The small text helpers the rules share (a line is taken apart by
-//! `normalise.rs`; its parser is re-exported here for the rules' callers).
+//! The small text helpers the rules and the normaliser share.
 //! Everything here works on any text: the fuzz target `diagnose` drives
 //! the rules with arbitrary input.
-
-pub use super::normalise::{parse, parse_rfc3339};
 
 /// The text right after the first `pattern`.
 pub fn after<'a>(text: &'a str, pattern: &str) -> Option<&'a str> {

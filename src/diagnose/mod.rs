@@ -23,19 +23,21 @@
 //! - `engine.rs`: [`Engine`], correlation, severity, ordering;
 //! - `scanner.rs`: [`Scanner`], one member read as it streams, its bounds;
 //! - `finding.rs`: `diagnosis.json`'s shape ([`Diagnosis`]) and its headline;
+//! - `classify.rs`: [`classify`], a message put to the rules its anchors name;
 //! - `anchors.rs`: [`ANCHORS`] and their vectorised finder;
-//! - `rules.rs`: the rules in precedence order, [`classify`];
+//! - `grams.rs`: the commonest 4-byte sequences of a healthy journal;
+//! - `rules.rs`: the rules in precedence order with their anchors;
 //! - `net.rs`, `netconf.rs`, `host.rs`, `tls.rs`, `registry.rs`, `runtime.rs`,
 //!   `storage.rs`, `machine.rs`, `node.rs`: one family of rules each;
-//! - `grams.rs`: the commonest 4-byte sequences of a healthy journal;
-//! - `corpus.rs` (tests): the real corpus scored;
 //! - `normalise.rs`: a line of any shape taken apart ([`parse_line`]);
-//! - `line.rs`: the text helpers of the rules; `signal.rs`: the vocabulary.
+//! - `line.rs`: the text helpers of the rules; `signal.rs`: the vocabulary;
+//! - `corpus.rs`, `tests.rs` (tests only): the real corpus scored, the engine.
 //!
 //! This file is the interface: it declares and re-exports, and holds the
 //! small helpers the agent, `inspect` and the fuzz targets call.
 
 mod anchors;
+mod classify;
 mod engine;
 mod finding;
 mod grams;
@@ -55,10 +57,10 @@ mod storage;
 mod tls;
 
 pub use anchors::ANCHORS;
+pub use classify::{classify, classify_every_rule};
 pub use engine::{Engine, MAX_EVIDENCE_PER_FINDING, MAX_FINDINGS};
 pub use finding::{Consequence, Diagnosis, Evidence, Finding, FORMAT_VERSION, HEADLINE_MAX_CHARS};
 pub use normalise::{parse as parse_line, Parts, Shape, Stamp};
-pub use rules::{classify, classify_every_rule};
 pub use scanner::{
     Placement, Scanner, EVIDENCE_PER_KEY, MAX_EVIDENCE_CHARS, MAX_KEYS_PER_MEMBER, MAX_LINE,
 };

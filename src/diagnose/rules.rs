@@ -1,9 +1,8 @@
 //! The rules of every family in precedence order, each with the anchors it
-//! needs, and [`classify`]: the one question the scanner and the engine ask
-//! of a message. A line is put only to the rules whose anchors it holds
-//! (`Dispatch`), so a rule's cost is paid only where it can match.
+//! needs. A line is put only to the rules whose anchors it holds
+//! (`Dispatch`, computed by `anchors.rs`; asked in `classify.rs`), so a
+//! rule's cost is paid only where it can match.
 
-use super::anchors::AnchorFinder;
 use super::signal::Signal;
 use super::{host, machine, net, netconf, node, registry, runtime, storage, tls};
 
@@ -412,27 +411,3 @@ pub(super) type Dispatch = u64;
 /// The bit of the unit events in a [`Dispatch`].
 pub(super) const UNIT_EVENT_BIT: Dispatch = 1 << 63;
 const _: () = assert!(RULES.len() < 63, "one dispatch bit per rule");
-
-/// The signal of one message (the part after the journal prefix).
-pub fn classify(message: &str) -> Option<Signal> {
-    classify_with(message, AnchorFinder::get().dispatch(message.as_bytes(), 0))
-}
-
-/// The signal of one message, asking only the rules in `dispatch`.
-pub(super) fn classify_with(message: &str, dispatch: Dispatch) -> Option<Signal> {
-    let mut bits = dispatch & !UNIT_EVENT_BIT;
-    while bits != 0 {
-        let i = bits.trailing_zeros() as usize;
-        bits &= bits - 1;
-        if let Some(signal) = (RULES[i].check)(message) {
-            return Some(signal);
-        }
-    }
-    None
-}
-
-/// Every rule, in order, whatever the anchors say (the tests and the fuzz
-/// target check that dispatch never loses a signal).
-pub fn classify_every_rule(message: &str) -> Option<Signal> {
-    RULES.iter().find_map(|rule| (rule.check)(message))
-}

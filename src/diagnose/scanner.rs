@@ -7,9 +7,10 @@
 use std::collections::BTreeMap;
 
 use super::anchors::{anchors, AnchorFinder};
+use super::classify::classify_with;
 use super::line;
 use super::normalise::{self, Shape};
-use super::rules::{classify_with, UNIT_EVENT_BIT};
+use super::rules::UNIT_EVENT_BIT;
 use super::signal::{Category, Nature, Signal};
 use super::{node, storage};
 
