@@ -142,18 +142,20 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
     None
 }
 
+/// The words of [`mtu`]'s messages; its anchors too.
+pub(super) const MTU: &[&str] = &[
+    "message too long",
+    "frag needed",
+    "packet too big",
+    "Packet too big",
+    "MTU mismatch",
+    "mtu mismatch",
+    "MTU of",
+    "MTU (",
+];
+
 /// Large packets lost: the MTU checks and errors that say so.
 pub(super) fn mtu(msg: &str) -> Option<Signal> {
-    const MTU: &[&str] = &[
-        "message too long",
-        "frag needed",
-        "packet too big",
-        "Packet too big",
-        "MTU mismatch",
-        "mtu mismatch",
-        "MTU of",
-        "MTU (",
-    ];
     let what = MTU.iter().find(|w| msg.contains(*w))?;
     if what.starts_with("MTU")
         && !["small", "large", "mismatch", "exceed", "bigger"]

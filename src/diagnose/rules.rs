@@ -298,16 +298,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         check: netconf::mtu,
-        anchors: &[
-            "message too long",
-            "frag needed",
-            "packet too big",
-            "Packet too big",
-            "MTU mismatch",
-            "mtu mismatch",
-            "MTU of",
-            "MTU (",
-        ],
+        anchors: netconf::MTU,
     },
     Rule {
         check: netconf::egress,
