@@ -474,19 +474,23 @@ fn merge(outer: Option<Stamp>, inner: Stamp) -> Stamp {
     }
 }
 
+/// Whether `line` opens with an ISO date and time (`2026-11-22T10:00:01`
+/// or with a space), the shape of the journal's own lines.
+pub fn starts_with_iso_stamp(line: &[u8]) -> bool {
+    line.len() > 20
+        && line[0].is_ascii_digit()
+        && line[4] == b'-'
+        && line[7] == b'-'
+        && matches!(line[10], b'T' | b' ')
+        && line[13] == b':'
+}
+
 /// Where a record of some program starts in `text`: a line that opens with
 /// one of the shapes above. Continuation lines of a wrapped message do not.
 pub fn starts_record(text: &str) -> bool {
     // The journal's own lines, nearly every line the agent reads: an ISO
     // date at the start is enough.
-    let b = text.as_bytes();
-    if b.len() > 20
-        && b[0].is_ascii_digit()
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && matches!(b[10], b'T' | b' ')
-        && b[13] == b':'
-    {
+    if starts_with_iso_stamp(text.as_bytes()) {
         return true;
     }
     let text = strip_paste(text);

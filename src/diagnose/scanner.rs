@@ -113,6 +113,15 @@ impl Pending {
     }
 }
 
+/// The line as text: borrowed when it is valid UTF-8 (the standard
+/// library's validation has an ASCII fast path the lossy one lacks).
+fn utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// Where a scanned member ended up in the archive, to turn stream line
 /// numbers into member line numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -409,10 +418,10 @@ impl Scanner {
     /// record without an anchor of its own (`prev_line`) becomes that
     /// record's continuation.
     fn open_pending(&mut self, line: &[u8], number: u64, offset: u64) {
-        let text = String::from_utf8_lossy(line);
+        let text = utf8(line);
         let starts = normalise::starts_record(&text);
         if !starts && number > 1 && !self.prev_line.is_empty() {
-            let prev = String::from_utf8_lossy(&self.prev_line);
+            let prev = utf8(&self.prev_line);
             if normalise::takes_continuations(&prev) {
                 let head_offset = offset.saturating_sub(self.prev_line.len() as u64 + 1);
                 self.pending.start(&prev, number - 1, head_offset, true);
@@ -437,7 +446,11 @@ impl Scanner {
         if !pending.active || !pending.open || line.iter().all(u8::is_ascii_whitespace) {
             return false;
         }
-        let text = String::from_utf8_lossy(&line[..line.len().min(MAX_LINE)]);
+        // A journal line opens with its ISO stamp: not a continuation.
+        if normalise::starts_with_iso_stamp(line) {
+            return false;
+        }
+        let text = utf8(&line[..line.len().min(MAX_LINE)]);
         if normalise::starts_record(&text) {
             return false;
         }
