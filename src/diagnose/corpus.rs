@@ -2,9 +2,10 @@
 //! excerpts of public bug reports, each labelled with its real cause, read
 //! as one journal member. Top-1 is the first finding's category; a benign
 //! excerpt (`healthy/`) passes when nothing is an error. The held-back part
-//! (`held-back.txt`) is reported apart and holds the acceptance bound;
-//! `cargo test --lib diagnose::corpus -- --nocapture` prints the table
-//! docs/diagnosis.md carries.
+//! (`held-back.txt`) is reported apart, and only at the end of a tuning
+//! round: `CORPUS_ROUND_END=1 cargo test --lib diagnose::corpus --
+//! --nocapture` prints the table docs/diagnosis.md carries (without the
+//! variable, the tuning part only; the floors are checked either way).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -190,13 +191,23 @@ fn the_real_corpus_is_diagnosed_right() {
     let (tune, tune_right, tune_n, tune_benign) = score(cases.iter().filter(|c| !c.held));
     let (held, held_right, held_n, held_benign) = score(cases.iter().filter(|c| c.held));
     let benign = cases.iter().filter(|c| c.label == HEALTHY).count();
+    // The held-back part is shown only at the end of a tuning round
+    // (`CORPUS_ROUND_END=1`): seen on every run it would be tuned to.
+    let round_end = std::env::var_os("CORPUS_ROUND_END").is_some();
     println!(
-        "tuning: top-1 {tune_right}/{tune_n} ({}); held back: top-1 {held_right}/{held_n} ({}); benign excerpts: {benign}, with an error: {}",
+        "tuning: top-1 {tune_right}/{tune_n} ({}); benign excerpts: {benign}, with an error: {}",
         ratio(tune_right, tune_n),
-        ratio(held_right, held_n),
         tune_benign.len() + held_benign.len()
     );
-    println!("{}", table(&tune, &held));
+    if round_end {
+        println!(
+            "held back: top-1 {held_right}/{held_n} ({})",
+            ratio(held_right, held_n)
+        );
+        println!("{}", table(&tune, &held));
+    } else {
+        println!("{}", table(&tune, &BTreeMap::new()));
+    }
     let errors: Vec<&String> = tune_benign.iter().chain(&held_benign).collect();
     assert!(
         errors.is_empty(),
