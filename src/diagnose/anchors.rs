@@ -82,6 +82,9 @@ const NEEDLE: usize = 4;
 const MAX_ANCHOR: usize = 64;
 /// Teddy builds for at most this many patterns.
 const NEEDLES_PER_SEARCHER: usize = 64;
+/// What covering one more anchor is worth against the needle's rarity
+/// score ([`commonness`] summed over its bytes).
+const COVER_WEIGHT: i64 = 2;
 
 /// How common a byte is in log text, roughly: needles avoid blanks, the
 /// most frequent letters, digits and the punctuation of timestamps.
@@ -102,12 +105,12 @@ fn is_common(gram: &[u8]) -> bool {
     COMMON_4GRAMS.binary_search(&word).is_ok()
 }
 
-/// Needles for the anchors: as few as cover every anchor (Teddy slows with
-/// each needle it holds, and one searcher takes [`NEEDLES_PER_SEARCHER`]),
-/// greedily the 4-byte sequence held by most anchors not yet covered,
-/// among equals one that is not common in healthy journals and is made of
-/// rarer bytes. A needle common in logs costs a check per occurrence; a
-/// second searcher would cost a second pass over every byte.
+/// Needles for the anchors, chosen greedily: each time the 4-byte sequence
+/// that best trades anchors covered against rarity (Teddy sifts by the
+/// needles' bytes, and a needle common in logs costs a check per
+/// occurrence), until every anchor is covered. Past
+/// [`NEEDLES_PER_SEARCHER`] needles a second searcher takes the rest: a
+/// second pass, but over few and rare needles, cheaper than common ones.
 fn choose_needles(table: &[(&'static str, Dispatch)]) -> (Vec<&'static [u8]>, Owners) {
     // Every 4-byte sequence of every anchor, with the anchors holding it.
     let mut grams: Vec<(&'static [u8], usize)> = table
@@ -133,10 +136,17 @@ fn choose_needles(table: &[(&'static str, Dispatch)]) -> (Vec<&'static [u8]>, Ow
                 let (gram, holders) = &candidates[c];
                 let covers = holders.iter().filter(|&&i| uncovered[i]).count();
                 let rare = gram.iter().map(|&b| commonness(b)).sum::<u32>();
+                // Two anchors covered are worth about one step of rarity (a
+                // blank for a capital letter): measured best on the bench
+                // journals (docs/diagnosis.md, "What it costs").
+                let common = if is_common(gram) { COVER_WEIGHT } else { 0 };
                 (
+                    i64::try_from(covers)
+                        .unwrap_or(i64::MAX)
+                        .saturating_mul(COVER_WEIGHT)
+                        - i64::from(rare)
+                        - common,
                     covers,
-                    !is_common(gram),
-                    std::cmp::Reverse(rare),
                     std::cmp::Reverse(*gram),
                 )
             })
