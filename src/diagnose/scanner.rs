@@ -113,6 +113,16 @@ impl Pending {
     }
 }
 
+/// `base` and its continuation lines, joined by `separator`, into `out`.
+fn join_into(out: &mut String, base: &str, continuations: &[String], separator: &str) {
+    out.clear();
+    out.push_str(base);
+    for c in continuations {
+        out.push_str(separator);
+        out.push_str(c);
+    }
+}
+
 /// The line as text: borrowed when it is valid UTF-8 (the standard
 /// library's validation has an ASCII fast path the lossy one lacks).
 fn utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
@@ -518,11 +528,7 @@ impl Scanner {
         let message = if continuations.is_empty() {
             parts.message
         } else {
-            joined.push_str(parts.message);
-            for c in continuations {
-                joined.push(' ');
-                joined.push_str(c);
-            }
+            join_into(&mut joined, parts.message, continuations, " ");
             &joined
         };
         let dispatch = finder.dispatch(message.as_bytes(), 0);
@@ -544,10 +550,8 @@ impl Scanner {
         }
         let mut signal = classify_with(message, dispatch);
         if signal.is_none() && !continuations.is_empty() {
-            let mut glued = String::from(parts.message);
-            for c in continuations {
-                glued.push_str(c);
-            }
+            let mut glued = String::new();
+            join_into(&mut glued, parts.message, continuations, "");
             signal = classify_with(&glued, finder.dispatch(glued.as_bytes(), 0));
         }
         let Some(signal) = signal else {
@@ -570,12 +574,7 @@ impl Scanner {
         let evidence_text = if continuations.is_empty() {
             head
         } else {
-            joined.clear();
-            joined.push_str(head);
-            for c in continuations {
-                joined.push(' ');
-                joined.push_str(c);
-            }
+            join_into(&mut joined, head, continuations, " ");
             &joined
         };
         self.record_hit(signal, evidence_text, at, unit, number, offset);
