@@ -153,21 +153,11 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         check: runtime::crio_config,
-        anchors: &[
-            "alidating runtime config",
-            "alidating root config",
-            "alidating image config",
-            "alidating network config",
-            "alidating api config",
-            "unable to decode configuration",
-            "update config from drop-in file",
-            "no runtime entry table",
-            "configured with systemd cgroup manager",
-            "conmon cgroup should be",
-            "toml:",
-            "Near line",
-            "(last key parsed",
-        ],
+        anchors: runtime::INVALID,
+    },
+    Rule {
+        check: runtime::crio_toml,
+        anchors: runtime::TOML,
     },
     Rule {
         check: storage::crio_storage,

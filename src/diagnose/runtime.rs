@@ -8,38 +8,45 @@
 use super::line::{after, registry_host, shorten};
 use super::signal::{Category, Nature, Signal};
 
+/// What CRI-O says when it refuses its configuration; [`crio_config`]'s
+/// anchors too.
+pub(super) const INVALID: &[&str] = &[
+    "alidating runtime config",
+    "alidating root config",
+    "alidating image config",
+    "alidating network config",
+    "alidating api config",
+    "unable to decode configuration",
+    "update config from drop-in file",
+    "no runtime entry table",
+    "cri-o configured with systemd cgroup manager",
+    "conmon cgroup should be",
+];
+
+/// The TOML decoder's words; [`crio_toml`]'s anchors.
+pub(super) const TOML: &[&str] = &["toml:", "Near line", "(last key parsed"];
+
 /// CRI-O refuses its configuration.
 pub(super) fn crio_config(msg: &str) -> Option<Signal> {
-    const INVALID: &[&str] = &[
-        "alidating runtime config",
-        "alidating root config",
-        "alidating image config",
-        "alidating network config",
-        "alidating api config",
-        "unable to decode configuration",
-        "update config from drop-in file",
-        "no runtime entry table",
-        "cri-o configured with systemd cgroup manager",
-        "conmon cgroup should be",
-    ];
-    if let Some(what) = INVALID.iter().find(|w| msg.contains(*w)) {
-        let detail = after(msg, what).map_or("", |r| r.trim_start_matches([':', ' ']));
-        return Some(Signal::new(
-            Category::CrioConfig,
-            "crio.conf",
-            format!(
-                "CRI-O refuses its configuration ({}{}{})",
-                what.trim_start_matches('a'),
-                if detail.is_empty() { "" } else { ": " },
-                shorten(detail.trim_end_matches('"'), 100)
-            ),
-            Nature::Fatal,
-        ));
-    }
+    let what = INVALID.iter().find(|w| msg.contains(*w))?;
+    let detail = after(msg, what).map_or("", |r| r.trim_start_matches([':', ' ']));
+    Some(Signal::new(
+        Category::CrioConfig,
+        "crio.conf",
+        format!(
+            "CRI-O refuses its configuration ({}{}{})",
+            what.trim_start_matches('a'),
+            if detail.is_empty() { "" } else { ": " },
+            shorten(detail.trim_end_matches('"'), 100)
+        ),
+        Nature::Fatal,
+    ))
+}
+
+/// CRI-O's configuration file does not parse as TOML.
+pub(super) fn crio_toml(msg: &str) -> Option<Signal> {
     let crio = msg.contains("crio") || msg.contains("cri-o") || msg.contains("CRI-O");
-    if crio
-        && (msg.contains("toml:") || msg.contains("Near line") || msg.contains("(last key parsed"))
-    {
+    if crio && TOML.iter().any(|w| msg.contains(w)) {
         return Some(Signal::new(
             Category::CrioConfig,
             "crio.conf",
