@@ -52,6 +52,7 @@ def journal_columns(j):
         ("lines with an anchor", lambda r: f(r, "anchor_fraction", lambda v: f"{100 * v:.1f} %")),
         ("gzip -6 ratio", lambda r: f(r, "gzip_bytes", lambda v: f"{r['journal_bytes'] / v:.2f}x" if v else "-")),
         ("findings", lambda r: f(r, "findings", str)),
+        ("anchor lines left unread (read budget)", lambda r: f(r, "lines_unread", lambda v: f"{v:,}")),
         ("engine CPU s", lambda r: f(r, "engine_cpu_s", lambda v: f"{v:.3f}")),
         ("gzip -6 CPU s", lambda r: f(r, "gzip_cpu_s", lambda v: f"{v:.3f}")),
         ("CPU engine / gzip -6", lambda r: f(r, "cpu_ratio", pct_)),

@@ -134,6 +134,9 @@ pub struct DiagnosisEntry {
     /// Lines the engine read.
     #[serde(default)]
     pub lines_scanned: u64,
+    /// Lines with an anchor the engine's read budget left unread.
+    #[serde(default)]
+    pub lines_unread: u64,
 }
 
 impl Manifest {
@@ -284,6 +287,7 @@ fn write_diagnosis<W: Write>(
         }),
         cpu_ms: u64::try_from(cpu.as_millis()).unwrap_or(u64::MAX),
         lines_scanned: diagnosis.lines_scanned,
+        lines_unread: diagnosis.lines_unread,
     })
 }
 

@@ -10,7 +10,7 @@ use std::sync::{LazyLock, OnceLock};
 use aho_corasick::AhoCorasick;
 
 use super::grams::COMMON_4GRAMS;
-use super::rules::{Dispatch, RULES, UNIT_EVENT_ANCHORS, UNIT_EVENT_BIT};
+use super::rules::{Dispatch, RULES, UNIT_EVENT_ANCHORS, UNIT_EVENT_BIT, UNIT_OK_ANCHORS};
 
 /// Byte strings at least one of which every rule needs; lines without any
 /// are not looked at further: the union of the rules' own anchors
@@ -24,19 +24,22 @@ fn anchor_table() -> &'static [(&'static str, Dispatch)] {
     static TABLE: OnceLock<Vec<(&'static str, Dispatch)>> = OnceLock::new();
     TABLE.get_or_init(|| {
         let mut table: Vec<(&'static str, Dispatch)> = Vec::new();
-        let mut add = |anchor: &'static str, bit: Dispatch| match table
-            .iter_mut()
-            .find(|(a, _)| *a == anchor)
-        {
-            Some((_, bits)) => *bits |= bit,
-            None => table.push((anchor, bit)),
+        let mut index: std::collections::HashMap<&'static str, usize> =
+            std::collections::HashMap::new();
+        let mut add = |anchor: &'static str, bit: Dispatch| {
+            if let Some(&i) = index.get(anchor) {
+                table[i].1 |= bit;
+            } else {
+                index.insert(anchor, table.len());
+                table.push((anchor, bit));
+            }
         };
         for (i, rule) in RULES.iter().enumerate() {
             for anchor in rule.anchors {
                 add(anchor, 1 << i);
             }
         }
-        for anchor in UNIT_EVENT_ANCHORS {
+        for anchor in UNIT_EVENT_ANCHORS.iter().chain(UNIT_OK_ANCHORS) {
             add(anchor, UNIT_EVENT_BIT);
         }
         assert!(table
@@ -74,7 +77,45 @@ pub(super) struct AnchorFinder {
     fallback: bool,
 }
 
-type Owners = Vec<Vec<(&'static [u8], usize, Dispatch)>>;
+/// For each needle: the anchors holding it (bytes, where the needle sits
+/// in it, its rules, its index in the anchor table).
+type Owners = Vec<Vec<(&'static [u8], usize, Dispatch, usize)>>;
+
+/// An anchor found: where it starts, the rules of every anchor starting
+/// there, and which anchor (the first in the table's order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Found {
+    pub(super) start: usize,
+    pub(super) dispatch: Dispatch,
+    pub(super) anchor: usize,
+}
+
+impl Found {
+    /// The earlier of two finds; at the same place, both anchors' rules.
+    fn first(a: Option<Found>, b: Found) -> Found {
+        match a {
+            Some(a) if a.start == b.start => Found {
+                start: a.start,
+                dispatch: a.dispatch | b.dispatch,
+                anchor: a.anchor.min(b.anchor),
+            },
+            Some(a) if a.start < b.start => a,
+            _ => b,
+        }
+    }
+}
+
+/// How many anchors there are (their indexes in [`Found::anchor`]).
+pub(super) fn anchor_count() -> usize {
+    anchor_table().len()
+}
+
+/// Whether anchor `index` says a unit ended well.
+pub(super) fn is_unit_ok(index: usize) -> bool {
+    anchor_table()
+        .get(index)
+        .is_some_and(|(a, _)| UNIT_OK_ANCHORS.contains(a))
+}
 
 const NEEDLE: usize = 4;
 /// Longest anchor: a later searcher looks this far past an earlier one's
@@ -112,58 +153,87 @@ fn is_common(gram: &[u8]) -> bool {
 /// [`NEEDLES_PER_SEARCHER`] needles a second searcher takes the rest: a
 /// second pass, but over few and rare needles, cheaper than common ones.
 fn choose_needles(table: &[(&'static str, Dispatch)]) -> (Vec<&'static [u8]>, Owners) {
-    // Every 4-byte sequence of every anchor, with the anchors holding it.
-    let mut grams: Vec<(&'static [u8], usize)> = table
-        .iter()
-        .enumerate()
-        .flat_map(|(i, (anchor, _))| anchor.as_bytes().windows(NEEDLE).map(move |g| (g, i)))
-        .collect();
-    grams.sort_unstable();
-    grams.dedup();
-    let mut candidates: Vec<(&'static [u8], Vec<usize>)> = Vec::new();
-    for (gram, i) in grams {
-        match candidates.last_mut() {
-            Some((g, holders)) if *g == gram => holders.push(i),
-            _ => candidates.push((gram, vec![i])),
+    // Every 4-byte sequence of every anchor, packed into one word to sort
+    // cheaply: the gram, the anchor holding it, where.
+    let mut keys: Vec<u64> = Vec::with_capacity(table.iter().map(|(a, _)| a.len()).sum());
+    for (i, (anchor, _)) in table.iter().enumerate() {
+        for (at, g) in anchor.as_bytes().windows(NEEDLE).enumerate() {
+            let word = u32::from_le_bytes([g[0], g[1], g[2], g[3]]);
+            keys.push(u64::from(word) << 32 | (i as u64) << 8 | at as u64);
+        }
+    }
+    keys.sort_unstable();
+    // Candidates: the gram, its fixed score (rarity), the anchors holding
+    // it, and how many of those are still uncovered.
+    let mut candidates: Vec<(&'static [u8], i64, Vec<usize>, i64)> = Vec::new();
+    let mut previous: Option<u32> = None;
+    for key in keys {
+        let word = (key >> 32) as u32;
+        let i = (key >> 8 & 0xff_ffff) as usize;
+        let at = (key & 0xff) as usize;
+        if previous == Some(word) {
+            if let Some(last) = candidates.last_mut() {
+                if last.2.last() != Some(&i) {
+                    last.2.push(i);
+                    last.3 += 1;
+                }
+            }
+            continue;
+        }
+        previous = Some(word);
+        let gram = &table[i].0.as_bytes()[at..at + NEEDLE];
+        let rare = gram.iter().map(|&b| i64::from(commonness(b))).sum::<i64>();
+        // Two anchors covered are worth about one step of rarity (a blank
+        // for a capital letter): measured best on the bench journals
+        // (docs/diagnosis.md, "What it costs").
+        let common = if is_common(gram) { COVER_WEIGHT } else { 0 };
+        candidates.push((gram, -rare - common, vec![i], 1));
+    }
+    // Which candidates hold each anchor, to update the counts as anchors
+    // are covered.
+    let mut held_by: Vec<Vec<usize>> = vec![Vec::new(); table.len()];
+    for (c, (_, _, holders, _)) in candidates.iter().enumerate() {
+        for &i in holders {
+            held_by[i].push(c);
         }
     }
     let mut uncovered: Vec<bool> = vec![true; table.len()];
+    let mut left = table.len();
     let mut needles: Vec<&'static [u8]> = Vec::new();
     let mut owners: Owners = Vec::new();
-    while uncovered.iter().any(|&u| u) {
-        let best = (0..candidates.len())
+    let mut live: Vec<usize> = (0..candidates.len()).collect();
+    while left > 0 {
+        live.retain(|&c| candidates[c].3 > 0);
+        let best = live
+            .iter()
+            .copied()
             .max_by_key(|&c| {
-                let (gram, holders) = &candidates[c];
-                let covers = holders.iter().filter(|&&i| uncovered[i]).count();
-                let rare = gram.iter().map(|&b| commonness(b)).sum::<u32>();
-                // Two anchors covered are worth about one step of rarity (a
-                // blank for a capital letter): measured best on the bench
-                // journals (docs/diagnosis.md, "What it costs").
-                let common = if is_common(gram) { COVER_WEIGHT } else { 0 };
+                let (gram, score, _, covers) = &candidates[c];
                 (
-                    i64::try_from(covers)
-                        .unwrap_or(i64::MAX)
-                        .saturating_mul(COVER_WEIGHT)
-                        - i64::from(rare)
-                        - common,
-                    covers,
+                    covers * COVER_WEIGHT + score,
+                    *covers,
                     std::cmp::Reverse(*gram),
                 )
             })
             .expect("an uncovered anchor has a gram");
-        let (needle, holders) = candidates.swap_remove(best);
+        let needle = candidates[best].0;
         let mut held = Vec::new();
-        for i in holders {
-            if uncovered[i] {
-                let (anchor, dispatch) = table[i];
-                let at = memchr::memmem::find(anchor.as_bytes(), needle).expect("held");
-                held.push((anchor.as_bytes(), at, dispatch));
-                uncovered[i] = false;
+        for k in 0..candidates[best].2.len() {
+            let i = candidates[best].2[k];
+            if !uncovered[i] {
+                continue;
+            }
+            let (anchor, dispatch) = table[i];
+            let at = memchr::memmem::find(anchor.as_bytes(), needle).expect("held");
+            held.push((anchor.as_bytes(), at, dispatch, i));
+            uncovered[i] = false;
+            left -= 1;
+            for &c in &held_by[i] {
+                candidates[c].3 -= 1;
             }
         }
         needles.push(needle);
         owners.push(held);
-        candidates.retain(|(_, holders)| holders.iter().any(|&i| uncovered[i]));
     }
     (needles, owners)
 }
@@ -201,20 +271,25 @@ impl AnchorFinder {
 
     /// Start of the first anchor in `block[from..]`.
     pub(super) fn find(&self, block: &[u8], from: usize) -> Option<usize> {
-        self.find_with(block, from).map(|(at, _)| at)
+        self.find_with(block, from).map(|f| f.start)
     }
 
-    /// Start of the first anchor in `block[start_at..]`, and its rules.
-    pub(super) fn find_with(&self, block: &[u8], start_at: usize) -> Option<(usize, Dispatch)> {
+    /// The first anchor in `block[start_at..]`.
+    pub(super) fn find_with(&self, block: &[u8], start_at: usize) -> Option<Found> {
         if self.fallback {
             // No Teddy on this CPU: the automaton.
             let m = anchors().find(aho_corasick::Input::new(block).span(start_at..block.len()))?;
-            return Some((m.start(), anchor_table()[m.pattern().as_usize()].1));
+            let anchor = m.pattern().as_usize();
+            return Some(Found {
+                start: m.start(),
+                dispatch: anchor_table()[anchor].1,
+                anchor,
+            });
         }
-        let mut best: Option<(usize, Dispatch)> = None;
+        let mut best: Option<Found> = None;
         for (searcher, owners) in &self.searchers {
             // A later searcher only looks as far as an earlier one found.
-            let end = best.map_or(block.len(), |(s, _)| (s + MAX_ANCHOR).min(block.len()));
+            let end = best.map_or(block.len(), |f| (f.start + MAX_ANCHOR).min(block.len()));
             let mut from = start_at;
             while from < end {
                 let Some(m) = searcher.find_in(block, aho_corasick::Span { start: from, end })
@@ -222,23 +297,25 @@ impl AnchorFinder {
                     break;
                 };
                 let at = m.start();
-                let mut found: Option<(usize, Dispatch)> = None;
-                for &(anchor, offset, dispatch) in &owners[m.pattern().as_usize()] {
-                    if at >= offset + start_at && block[at - offset..].starts_with(anchor) {
-                        let start = at - offset;
-                        found = match found {
-                            Some((s, d)) if s == start => Some((s, d | dispatch)),
-                            Some((s, d)) if s < start => Some((s, d)),
-                            _ => Some((start, dispatch)),
+                let mut found: Option<Found> = None;
+                for &(anchor, offset, dispatch, index) in &owners[m.pattern().as_usize()] {
+                    // Most needles found belong to none of their anchors:
+                    // the byte before the needle rules most owners out
+                    // before a whole comparison.
+                    if at >= offset + start_at
+                        && (offset == 0 || block[at - 1] == anchor[offset - 1])
+                        && block[at - offset..].starts_with(anchor)
+                    {
+                        let here = Found {
+                            start: at - offset,
+                            dispatch,
+                            anchor: index,
                         };
+                        found = Some(Found::first(found, here));
                     }
                 }
-                if let Some((start, dispatch)) = found {
-                    best = match best {
-                        Some((s, d)) if s == start => Some((s, d | dispatch)),
-                        Some((s, d)) if s < start => Some((s, d)),
-                        _ => Some((start, dispatch)),
-                    };
+                if let Some(here) = found {
+                    best = Some(Found::first(best, here));
                     break;
                 }
                 // Needles are all NEEDLE bytes long and distinct: the next
@@ -252,9 +329,9 @@ impl AnchorFinder {
     /// The rules of every anchor in `text[from..]` (one line: a few needles).
     pub(super) fn dispatch(&self, text: &[u8], mut from: usize) -> Dispatch {
         let mut bits = 0;
-        while let Some((at, dispatch)) = self.find_with(text, from) {
-            bits |= dispatch;
-            from = at + 1;
+        while let Some(found) = self.find_with(text, from) {
+            bits |= found.dispatch;
+            from = found.start + 1;
         }
         bits
     }

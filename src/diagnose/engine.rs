@@ -52,6 +52,8 @@ pub struct Engine {
     summary: Option<Summary>,
     members: u64,
     lines: u64,
+    /// Lines with an anchor the read budget left unread.
+    unread: u64,
     seq: usize,
     /// Time the scanners spent reading lines.
     scan_time: std::time::Duration,
@@ -74,6 +76,7 @@ impl Engine {
         self.scan_time += scanner.busy + started.elapsed();
         self.members += 1;
         self.lines += scanner.total_lines();
+        self.unread += scanner.unread_lines();
         if scanner.kind == Kind::RecordsSummary {
             if !scanner.document_overflow {
                 self.summary = serde_json::from_slice(&scanner.document).ok();
@@ -243,6 +246,7 @@ impl Engine {
             findings: findings.into_iter().map(|f| f.3).collect(),
             members_scanned: self.members,
             lines_scanned: self.lines,
+            lines_unread: self.unread,
         }
     }
 

@@ -73,6 +73,16 @@ pub struct Diagnosis {
     /// Members read and lines in them.
     pub members_scanned: u64,
     pub lines_scanned: u64,
+    /// Lines holding an anchor that the rules did not read: a flood of
+    /// them, past what the bytes earn (docs/diagnosis.md, "What it
+    /// costs"). Findings' counts are of lines read.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lines_unread: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's signature
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Diagnosis {

@@ -249,14 +249,20 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
                 b'-' => -1,
                 _ => return None,
             };
-            let digits: String = zone[1..]
-                .chars()
-                .take(6)
-                .filter(char::is_ascii_digit)
-                .collect();
-            let digits = digits.get(..4)?;
-            let h: i64 = digits[..2].parse().ok()?;
-            let m: i64 = digits[2..].parse().ok()?;
+            // `+0000`, `+00:00`: the first four digits of the next six.
+            let mut digits = [0i64; 4];
+            let mut n = 0;
+            for &c in zone.as_bytes()[1..].iter().take(6) {
+                if c.is_ascii_digit() && n < 4 {
+                    digits[n] = i64::from(c - b'0');
+                    n += 1;
+                }
+            }
+            if n < 4 {
+                return None;
+            }
+            let h = digits[0] * 10 + digits[1];
+            let m = digits[2] * 10 + digits[3];
             sign * (h * 3600 + m * 60)
         }
     };
@@ -265,12 +271,11 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
 }
 
 fn num(text: &str, from: usize, to: usize) -> Option<i64> {
-    let s = text.get(from..to)?;
-    if s.bytes().all(|c| c.is_ascii_digit()) {
-        s.parse().ok()
-    } else {
-        None
+    let s = text.as_bytes().get(from..to)?;
+    if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
+        return None;
     }
+    Some(s.iter().fold(0, |n, &c| n * 10 + i64::from(c - b'0')))
 }
 
 /// `HH:MM:SS` as seconds of the day.

@@ -21,9 +21,12 @@ pub(super) const UNIT_EVENT_ANCHORS: &[&str] = &[
     ".service - ",
     "Active: failed",
     ".service: Failed with result",
-    ".service: Deactivated successfully",
-    ".service: Succeeded",
 ];
+
+/// A unit that ended well: what turns an earlier failure of that unit into
+/// a recovered one, so never left unread (`scanner::ReadBudget`).
+pub(super) const UNIT_OK_ANCHORS: &[&str] =
+    &[".service: Deactivated successfully", ".service: Succeeded"];
 
 /// Rules in precedence order: a line that matches several is the first's
 /// (a lookup failing through a mirror is a mirror problem; an expired

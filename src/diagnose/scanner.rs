@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::anchors::{anchors, AnchorFinder};
+use super::anchors::AnchorFinder;
 use super::classify::classify_with;
 use super::line;
 use super::normalise::{self, Shape};
@@ -26,6 +26,15 @@ pub const MAX_EVIDENCE_CHARS: usize = 400;
 pub const MAX_KEYS_PER_MEMBER: usize = 64;
 /// Evidence lines kept per signal and member: the first ones and the last.
 pub const EVIDENCE_PER_KEY: usize = 3;
+/// An anchor's first hit lines in a member are always read, whatever
+/// else floods it: a rarer cause, or the recovery after a flood of
+/// failures, has anchors of its own.
+const FREE_READS_PER_ANCHOR: u8 = 4;
+/// Past those, input earns reads: one per this many bytes scanned, so the
+/// rules' cost follows the bytes (as gzip's does), not what the host logs.
+const READ_EARN_BYTES: u64 = 16 * 1024;
+/// Reads saved up at most, and a member's starting allowance.
+const READ_BURST: u64 = 1024;
 /// Largest records summary parsed (it is generated, normally a few KiB).
 const MAX_SUMMARY_BYTES: usize = 4 * 1024 * 1024;
 
@@ -132,6 +141,66 @@ fn utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// How many hit lines a member's rules read: an anchor's first
+/// [`FREE_READS_PER_ANCHOR`] always, then as the bytes scanned earn reads
+/// (a token bucket of [`READ_BURST`] reads, one more per
+/// [`READ_EARN_BYTES`]). A line past the budget is counted as unread:
+/// its rules' earlier lines have been read, and later ones will be as the
+/// budget refills.
+#[derive(Debug, Clone)]
+struct ReadBudget {
+    /// Bytes of credit; a read costs [`READ_EARN_BYTES`].
+    credit: u64,
+    /// Free reads used, per anchor (its index in the anchor table).
+    free_used: Vec<u8>,
+    /// Hit lines left unread.
+    unread: u64,
+}
+
+impl ReadBudget {
+    const FULL: u64 = READ_BURST * READ_EARN_BYTES;
+
+    fn new() -> Self {
+        Self {
+            credit: Self::FULL,
+            free_used: vec![0; super::anchors::anchor_count()],
+            unread: 0,
+        }
+    }
+
+    fn earn(&mut self, bytes: usize) {
+        self.credit = (self.credit + bytes as u64).min(Self::FULL);
+    }
+
+    /// Whether a line whose first anchor is `anchor` is read.
+    fn allow(&mut self, anchor: usize) -> bool {
+        if super::anchors::is_unit_ok(anchor) {
+            return true;
+        }
+        if let Some(used) = self.free_used.get_mut(anchor) {
+            if *used < FREE_READS_PER_ANCHOR {
+                *used += 1;
+                return true;
+            }
+        }
+        if self.credit >= READ_EARN_BYTES {
+            self.credit -= READ_EARN_BYTES;
+            return true;
+        }
+        self.unread += 1;
+        false
+    }
+}
+
+/// The most hit lines a member of `bytes` bytes has read: every rule's
+/// free reads, the starting allowance, and what the bytes earn.
+#[cfg(test)]
+pub(super) fn read_budget_bound(bytes: usize) -> u64 {
+    super::anchors::anchor_count() as u64 * u64::from(FREE_READS_PER_ANCHOR)
+        + READ_BURST
+        + bytes as u64 / READ_EARN_BYTES
+}
+
 /// Where a scanned member ended up in the archive, to turn stream line
 /// numbers into member line numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +275,8 @@ pub struct Scanner {
     pending: Pending,
     /// The unit of the `systemctl status` block being read.
     status_unit: Option<String>,
+    /// How many hit lines the rules read.
+    budget: ReadBudget,
     pub(super) document: Vec<u8>,
     pub(super) document_overflow: bool,
     /// Time spent in [`Scanner::feed`], for the manifest's cost figure.
@@ -232,6 +303,7 @@ impl Scanner {
             prev_line: Vec::new(),
             pending: Pending::default(),
             status_unit: None,
+            budget: ReadBudget::new(),
             document: Vec::new(),
             document_overflow: false,
             busy: std::time::Duration::ZERO,
@@ -251,6 +323,11 @@ impl Scanner {
     /// Lines seen so far (complete ones).
     pub fn lines(&self) -> u64 {
         self.lines
+    }
+
+    /// Lines holding an anchor that the read budget left unread.
+    pub fn unread_lines(&self) -> u64 {
+        self.budget.unread
     }
 
     /// The next redacted bytes of the member, in order.
@@ -311,7 +388,7 @@ impl Scanner {
             self.partial.extend_from_slice(&data[..take]);
             data = &data[take..];
             if self.partial.len() == MAX_LINE && !data.is_empty() {
-                if anchors().is_match(&self.partial[..]) {
+                if AnchorFinder::get().find(&self.partial, 0).is_some() {
                     self.partial_frozen = true;
                 } else {
                     self.partial.drain(..MAX_LINE / 2);
@@ -336,17 +413,25 @@ impl Scanner {
             return;
         }
         let finder = AnchorFinder::get();
+        self.budget.earn(block.len());
         // `self.lines` counts the lines that end before `block[counted]`.
         let mut counted = 0usize;
         let mut pos = self.continue_pending(block, 0, &mut counted);
         while pos < block.len() {
-            let Some(anchor_at) = finder.find(block, pos) else {
+            let Some(found) = finder.find_with(block, pos) else {
                 break;
             };
+            let anchor_at = found.start;
             let start = memchr::memrchr(b'\n', &block[..anchor_at]).map_or(0, |i| i + 1);
             let end =
                 memchr::memchr(b'\n', &block[anchor_at..]).map_or(block.len(), |i| anchor_at + i);
             self.lines += memchr::memchr_iter(b'\n', &block[counted..start]).count() as u64;
+            if !self.budget.allow(found.anchor) {
+                self.lines += 1;
+                counted = (end + 1).min(block.len());
+                pos = counted;
+                continue;
+            }
             let line = &block[start..end];
             // A very long line: the rules read the part around the match.
             let window = if line.len() <= MAX_LINE {
@@ -411,8 +496,11 @@ impl Scanner {
             }
             self.flush_pending();
         }
-        if anchors().is_match(line) {
-            self.open_pending(line, number, offset);
+        self.budget.earn(line.len() + 1);
+        if let Some(found) = AnchorFinder::get().find_with(line, 0) {
+            if self.budget.allow(found.anchor) {
+                self.open_pending(line, number, offset);
+            }
         }
         self.set_prev(line);
     }

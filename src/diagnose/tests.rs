@@ -301,3 +301,72 @@ fn took_too_long_is_etcd_only_in_etcd_wordings() {
     let s = classify(r#"{"level":"warn","msg":"leader failed to send out heartbeat on time; took too long, leader is overloaded likely from slow disk","expected-duration":"200ms","exceeded-duration":"1.2s"}"#).unwrap();
     assert!(s.summary.contains("heartbeat late"), "{}", s.summary);
 }
+#[test]
+fn a_flood_is_read_within_budget_and_rarer_causes_still_are() {
+    // 30,000 lines of one etcd warning (about 4 MiB), then a full disk and
+    // a DNS failure: the flood is read up to the budget, the rest counted
+    // as unread; the two later causes are read all the same.
+    let mut text = String::new();
+    for i in 0..30_000u32 {
+        let _ = writeln!(
+            text,
+            "2026-11-22T10:{:02}:{:02}.000000+0000 m etcd[1]: {{\"level\":\"warn\",\"msg\":\"apply request took too long\",\"took\":\"{}.5ms\",\"expected-duration\":\"100ms\"}}",
+            (i / 60) % 60,
+            i % 60,
+            200 + i % 700
+        );
+    }
+    text.push_str("2026-11-22T11:00:00.000000+0000 m crio[1]: Error: writing blob: storing blob to file: write /var/tmp/storage: no space left on device\n");
+    text.push_str(DNS_LINE);
+    text.push('\n');
+    let scanner = scan_text("journal/this-boot.log", text.as_bytes()).unwrap();
+    let unread = scanner.unread_lines();
+    let read = 30_002 - unread;
+    let budget = super::scanner::read_budget_bound(text.len());
+    assert!(unread > 0 && read <= budget, "read {read}, bound {budget}");
+    let placement = whole(&scanner);
+    let mut engine = Engine::new();
+    engine.absorb(scanner, placement);
+    let d = engine.finish();
+    assert_eq!(d.lines_unread, unread);
+    let categories: Vec<&str> = d.findings.iter().map(|f| f.category.as_str()).collect();
+    for want in ["etcd_slow_disk", "disk_full", "dns_resolution"] {
+        assert!(categories.contains(&want), "{want} in {categories:?}");
+    }
+}
+
+#[test]
+fn a_unit_that_ends_well_after_a_flood_is_recovered() {
+    // bootkube fails, a flood spends the read budget, other units end well
+    // (spending that anchor's free reads), then bootkube ends well: the
+    // failure is recovered, not left standing.
+    let mut text = String::from(
+        "2026-11-22T10:00:00.000000+0000 m systemd[1]: bootkube.service: Failed with result 'exit-code'.\n",
+    );
+    for i in 0..30_000u32 {
+        let _ = writeln!(
+            text,
+            "2026-11-22T10:{:02}:{:02}.000000+0000 m etcd[1]: {{\"level\":\"warn\",\"msg\":\"apply request took too long\",\"took\":\"{}.5ms\",\"expected-duration\":\"100ms\"}}",
+            (i / 60) % 60,
+            i % 60,
+            200 + i % 700
+        );
+        if i % 1000 == 0 {
+            let _ = writeln!(
+                text,
+                "2026-11-22T10:{:02}:{:02}.000000+0000 m systemd[1]: unit{i}.service: Deactivated successfully.",
+                (i / 60) % 60,
+                i % 60
+            );
+        }
+    }
+    text.push_str("2026-11-22T11:00:00.000000+0000 m systemd[1]: bootkube.service: Deactivated successfully.\n");
+    let d = engine_with(&[("journal/this-boot.log", &text)]);
+    assert!(d.lines_unread > 0);
+    let standing: Vec<&Finding> = d
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error && f.summary.contains("bootkube"))
+        .collect();
+    assert!(standing.is_empty(), "{standing:#?}");
+}

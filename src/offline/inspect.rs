@@ -201,6 +201,7 @@ fn inspect_json(manifest: &Manifest, opened: &Opened) -> serde_json::Value {
             "format_version": d.format_version,
             "members_scanned": d.members_scanned,
             "lines_scanned": d.lines_scanned,
+            "lines_unread": d.lines_unread,
         })
     });
     serde_json::json!({
@@ -223,8 +224,17 @@ fn render_findings(o: &mut String, diagnosis: Option<&Diagnosis>) {
     if diagnosis.findings.is_empty() {
         let _ = writeln!(
             o,
-            "findings: none ({} lines in {} members read)",
-            diagnosis.lines_scanned, diagnosis.members_scanned
+            "findings: none ({} lines in {} members read{})",
+            diagnosis.lines_scanned,
+            diagnosis.members_scanned,
+            if diagnosis.lines_unread > 0 {
+                format!(
+                    "; {} lines with an anchor past the read budget",
+                    diagnosis.lines_unread
+                )
+            } else {
+                String::new()
+            }
         );
         return;
     }
@@ -248,6 +258,13 @@ fn render_findings(o: &mut String, diagnosis: Option<&Diagnosis>) {
                 crate::diagnose::shorten_text(&e.text, 160)
             );
         }
+    }
+    if diagnosis.lines_unread > 0 {
+        let _ = writeln!(
+            o,
+            "  ({} lines with an anchor were past the engine's read budget and not read)",
+            diagnosis.lines_unread
+        );
     }
 }
 

@@ -93,6 +93,12 @@ fn main() -> anyhow::Result<()> {
             "bytes": data.len(),
             "lines": diagnosis.lines_scanned,
             "findings": diagnosis.findings.len(),
+            "categories": diagnosis
+                .findings
+                .iter()
+                .map(|f| f.category.as_str())
+                .collect::<Vec<_>>(),
+            "lines_unread": diagnosis.lines_unread,
             "cpu_s": cpu,
             "engine_peak_kib": engine_peak_kib,
         })
