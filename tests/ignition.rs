@@ -351,7 +351,7 @@ fn every_fragment_passes_ignition_validate_and_the_schema() {
     let ca = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n";
     let ca_path = env.write("ca.pem", ca.as_bytes());
     let token_path = env.write("token", format!("{TOKEN}\n").as_bytes());
-    let engine = ignition_engine::installed("every_fragment_passes_ignition_validate");
+    ignition_engine::require("every_fragment_passes_ignition_validate");
     let secret = pull_secret();
     let mut checked = 0;
     for (arch, machine, be) in [
@@ -388,11 +388,9 @@ fn every_fragment_passes_ignition_validate_and_the_schema() {
             let fragment: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
             assert_eq!(fragment["ignition"]["version"], "3.2.0", "{arch}/{form}");
             assert_schema_clean(&fragment, &format!("{arch}/{form}"));
-            if engine {
-                let path = env.write(&format!("{arch}-{form}.ign"), &out.stdout);
-                ignition_engine::validate(&path)
-                    .unwrap_or_else(|e| panic!("{arch}/{form}: ignition-validate: {e}"));
-            }
+            let path = env.write(&format!("{arch}-{form}.ign"), &out.stdout);
+            ignition_engine::validate(&path)
+                .unwrap_or_else(|e| panic!("{arch}/{form}: ignition-validate: {e}"));
             checked += 1;
         }
     }
@@ -405,22 +403,18 @@ fn every_fragment_passes_ignition_validate_and_the_schema() {
     args.extend(["--spec", "3.4"]);
     let out = env.run(&args, None);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    if engine {
-        let out = env.run(&base_args(binary.to_str().unwrap(), "aarch64"), None);
-        let mut fragment: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        fragment["ignition"]["version"] = json!("3.4.0");
-        let path = env.write("v3_4.ign", fragment.to_string().as_bytes());
-        let err = ignition_engine::validate(&path).expect_err("Ignition 2.14 accepted 3.4.0");
-        assert!(err.contains("unsupported config version"), "{err}");
-    }
+    let out = env.run(&base_args(binary.to_str().unwrap(), "aarch64"), None);
+    let mut fragment: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    fragment["ignition"]["version"] = json!("3.4.0");
+    let path = env.write("v3_4.ign", fragment.to_string().as_bytes());
+    let err = ignition_engine::validate(&path).expect_err("Ignition 2.14 accepted 3.4.0");
+    assert!(err.contains("unsupported config version"), "{err}");
 }
 
 /// The fragment alone, applied by the real engine: everything lands as given.
 #[test]
 fn ignition_writes_the_fragment_with_its_modes_and_owners() {
-    if !ignition_engine::installed("ignition_writes_the_fragment_with_its_modes_and_owners") {
-        return;
-    }
+    ignition_engine::require("ignition_writes_the_fragment_with_its_modes_and_owners");
     let env = Env::new();
     // aarch64: the fragment is made on one architecture for another.
     let binary = static_elf(183, false);
@@ -459,9 +453,7 @@ fn ignition_writes_the_fragment_with_its_modes_and_owners() {
 /// config's files and units and the reporter's land.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pointer_ignition_merges_the_machine_config_and_installs_the_reporter() {
-    if !ignition_engine::installed("pointer_ignition_merges_the_machine_config") {
-        return;
-    }
+    ignition_engine::require("pointer_ignition_merges_the_machine_config");
     let env = Env::new();
     let binary = static_elf(62, false);
     let binary_path = env.write("abr-x86_64", &binary);
@@ -550,9 +542,7 @@ async fn pointer_ignition_merges_the_machine_config_and_installs_the_reporter() 
 /// preset. The reporter cannot report this (docs/design.md).
 #[test]
 fn unreachable_merge_source_leaves_nothing_written() {
-    if !ignition_engine::installed("unreachable_merge_source_leaves_nothing_written") {
-        return;
-    }
+    ignition_engine::require("unreachable_merge_source_leaves_nothing_written");
     let env = Env::new();
     let binary_path = env.write("abr-x86_64", &static_elf(62, false));
     let fragment = read_json(&make_fragment(
@@ -837,9 +827,7 @@ fn proxy_flags_write_a_private_proxy_env_the_agent_reads_back() {
     assert_eq!(proxy_file["mode"], 0o600, "a proxy URL may hold a password");
 
     // What Ignition itself writes, read by the agent's own configuration code.
-    if !ignition_engine::installed("proxy_flags_write_a_private_proxy_env") {
-        return;
-    }
+    ignition_engine::require("proxy_flags_write_a_private_proxy_env");
     let root = env.path("sysroot");
     let work = env.path("engine");
     std::fs::create_dir_all(&work).unwrap();

@@ -28,14 +28,14 @@ const PROXY_USER: &str = "reporter";
 /// Long enough for the redactor (8 characters and more).
 const PROXY_PASSWORD: &str = "Pr0xy-pa55w0rd-e2e";
 
-fn tinyproxy_missing() -> bool {
-    if Path::new(TINYPROXY).exists() {
-        return false;
-    }
-    eprintln!(
-        "SKIPPED: {TINYPROXY} not found; install the Debian package tinyproxy to run the proxy tests"
+/// Fails the test, with the line that installs it, unless tinyproxy is
+/// installed: a test that did not run never counts as passed.
+/// `scripts/test` installs it.
+fn require_tinyproxy() {
+    assert!(
+        Path::new(TINYPROXY).exists(),
+        "{TINYPROXY} not found: apt-get install tinyproxy (or run scripts/test, which installs it)"
     );
-    true
 }
 
 /// A tinyproxy of our own on 127.0.0.1.
@@ -168,9 +168,7 @@ async fn reported_and_shipped(base: &str) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_http_goes_through_the_proxy_with_credentials_never_shown() {
-    if tinyproxy_missing() {
-        return;
-    }
+    require_tinyproxy();
     let sc = Scenario::new("proxy-http");
     let proxy = Tinyproxy::start(
         sc.tmp.path(),
@@ -262,9 +260,7 @@ async fn plain_http_goes_through_the_proxy_with_credentials_never_shown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_goes_through_a_connect_tunnel() {
-    if tinyproxy_missing() {
-        return;
-    }
+    require_tinyproxy();
     let sc = Scenario::new("proxy-connect");
     let proxy = Tinyproxy::start(sc.tmp.path(), "Allow 127.0.0.1").await;
     let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
@@ -373,9 +369,7 @@ async fn bypassed(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_proxy_bypasses_by_domain_cidr_and_star() {
-    if tinyproxy_missing() {
-        return;
-    }
+    require_tinyproxy();
     let dir = tempfile::tempdir().unwrap();
     let proxy = Tinyproxy::start(dir.path(), "Allow 127.0.0.1").await;
     bypassed(
@@ -478,9 +472,7 @@ impl Refused {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_that_denies_us_is_a_clear_error_retried_within_bounds() {
-    if tinyproxy_missing() {
-        return;
-    }
+    require_tinyproxy();
     // An ACL that denies us: every CONNECT refused. Retried, since a proxy's
     // refusal may be its upstream being down, within the bound.
     let world = Refused::new("proxy-denies").await;
@@ -512,9 +504,7 @@ async fn proxy_that_denies_us_is_a_clear_error_retried_within_bounds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_that_wants_credentials_is_not_retried() {
-    if tinyproxy_missing() {
-        return;
-    }
+    require_tinyproxy();
     // 407 (no credentials given) is an answer, not weather. (tinyproxy
     // answers wrong credentials with 401, which a CONNECT client cannot tell
     // from any other refusal: that case retries like the ACL one.)

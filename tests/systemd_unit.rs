@@ -26,7 +26,7 @@ fn unit_passes_systemd_analyze_verify() {
         .arg("verify")
         .arg(&path)
         .output()
-        .expect("systemd-analyze must be installed (.ci/run installs systemd)");
+        .expect("systemd-analyze must be installed (scripts/test installs systemd)");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "verify failed: {stderr}");
     let ours: Vec<&str> = stderr
@@ -102,7 +102,7 @@ fn unit_exposure_is_at_most_4_5() {
         .args(["security", "--offline=true", "--no-pager"])
         .arg("systemd/assisted-boot-reporter.service")
         .output()
-        .expect("systemd-analyze must be installed (.ci/run installs systemd)");
+        .expect("systemd-analyze must be installed (scripts/test installs systemd)");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let line = stdout

@@ -33,17 +33,16 @@ pub const VALIDATE: &str = "/usr/bin/ignition-validate";
 /// Bounds one engine stage; a `fetch` retrying forever is a test bug.
 const STAGE_TIMEOUT_SECS: &str = "120";
 
-/// Whether the `ignition` package is installed; prints why a test is
-/// skipped when it is not. CI installs it (`.ci/run`).
-pub fn installed(test: &str) -> bool {
+/// Fails the test, with the line that installs them, unless Debian's
+/// `ignition` package and the `setfiles` it runs are installed: a test that
+/// did not run never counts as passed. `scripts/test` installs them.
+pub fn require(test: &str) {
     let present = Path::new(ENGINE).is_file() && Path::new(VALIDATE).is_file();
-    if !present {
-        eprintln!(
-            "SKIPPED {test}: Debian's ignition package is not installed \
-             ({ENGINE}, {VALIDATE}); apt-get install ignition policycoreutils"
-        );
-        return false;
-    }
+    assert!(
+        present,
+        "{test}: Debian's ignition package is not installed ({ENGINE}, {VALIDATE}): \
+         apt-get install ignition policycoreutils (or run scripts/test, which installs them)"
+    );
     // Not a dependency of the package, but its files stage cannot finish
     // without it (see the module doc): a clear failure, not a skip.
     let setfiles = ["/usr/sbin/setfiles", "/sbin/setfiles"]
@@ -54,7 +53,6 @@ pub fn installed(test: &str) -> bool {
         "{test}: Ignition is installed but setfiles is not, which its files \
          stage runs: apt-get install policycoreutils"
     );
-    true
 }
 
 /// `ignition-validate FILE`: Ok when Ignition accepts the config without a
