@@ -90,6 +90,8 @@ pub enum Flow {
     SingleBoot,
     /// Single node: this boot still runs the bootstrap.
     BootstrapInPlace,
+    /// Single node after its bootstrap: its own control-plane config runs.
+    SingleNode,
     /// A host added to an installed cluster (Rebooting -> Done).
     Day2,
     /// Nothing decisive yet (firstboot still pending, or a host without the
@@ -103,6 +105,7 @@ impl Flow {
             Flow::Classic => "classic two-boot install",
             Flow::SingleBoot => "single-boot install (machine config applied in place)",
             Flow::BootstrapInPlace => "single node, bootstrap in place",
+            Flow::SingleNode => "single node, after its bootstrap",
             Flow::Day2 => "day-2 host",
             Flow::Undetermined => "flow not determined yet",
         }
@@ -113,13 +116,27 @@ impl Flow {
 /// (`models.HostKindAddToExistingClusterHost`).
 pub const DAY2_HOST_KIND: &str = "AddToExistingClusterHost";
 
-/// Tells the flow from the host's files, the host's kind, and (last) the
-/// boot count.
-pub fn classify(signals: HostSignals, boot_number: u32, host_kind: Option<&str>) -> Flow {
-    if host_kind == Some(DAY2_HOST_KIND) {
+/// What the service says about the host, beside its files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServiceView<'a> {
+    /// The host's kind (`AddToExistingClusterHost` on day 2).
+    pub host_kind: Option<&'a str>,
+    /// The host bootstraps a single-node cluster (its `bootstrap` flag on a
+    /// cluster of one control-plane node), when the service said so.
+    pub single_node_bootstrap: bool,
+}
+
+/// Tells the flow from the host's files, what the service says, and (last)
+/// the boot count. A single node's bootstrap host bootstraps on its first
+/// boot from disk: the service says so even where the bootstrap-in-place
+/// files are missing or gone (`Reporter::signals` folds that in).
+pub fn classify(signals: HostSignals, boot_number: u32, service: ServiceView<'_>) -> Flow {
+    if service.host_kind == Some(DAY2_HOST_KIND) {
         Flow::Day2
     } else if signals.bootstrap_in_place {
         Flow::BootstrapInPlace
+    } else if service.single_node_bootstrap {
+        Flow::SingleNode
     } else if signals.firstboot_rebooted || (boot_number >= 2 && !signals.firstboot_pending) {
         Flow::Classic
     } else if signals.from_machine_config_server && !signals.firstboot_pending {
@@ -145,7 +162,7 @@ pub fn control_plane_config_running(
         // The `.bak` appears just before firstboot's reboot: not yet running
         // on the boot that renamed it.
         Flow::Classic => boot_number >= 2 || signals.firstboot_rebooted_earlier,
-        Flow::SingleBoot => true,
+        Flow::SingleBoot | Flow::SingleNode => true,
         Flow::Day2 | Flow::Undetermined => kubelet_healthy && !signals.firstboot_pending,
     }
 }
@@ -176,20 +193,20 @@ mod tests {
         touch(root, MC_ENCAPSULATED);
         let s = HostSignals::read(root, None);
         assert!(s.firstboot_pending && s.from_machine_config_server);
-        assert_eq!(classify(s, 1, None), Flow::Undetermined);
+        assert_eq!(classify(s, 1, ServiceView::default()), Flow::Undetermined);
         assert!(!kubelet_ends_job(s));
 
         // Applied in place: firstboot deleted the file, no .bak.
         std::fs::remove_file(root.join(MC_ENCAPSULATED.trim_start_matches('/'))).unwrap();
         let s = HostSignals::read(root, None);
-        assert_eq!(classify(s, 1, None), Flow::SingleBoot);
+        assert_eq!(classify(s, 1, ServiceView::default()), Flow::SingleBoot);
         assert!(control_plane_config_running(Flow::SingleBoot, s, 1, false));
         assert!(kubelet_ends_job(s));
 
         // Applied with a reboot: the .bak stays.
         touch(root, MC_ENCAPSULATED_BAK);
         let s = HostSignals::read(root, None);
-        assert_eq!(classify(s, 1, None), Flow::Classic);
+        assert_eq!(classify(s, 1, ServiceView::default()), Flow::Classic);
         assert!(!control_plane_config_running(Flow::Classic, s, 1, true));
         assert!(control_plane_config_running(Flow::Classic, s, 2, false));
         let later = HostSignals::read(
@@ -200,7 +217,10 @@ mod tests {
 
         touch(root, BOOTSTRAP_IN_PLACE_KUBECONFIG);
         let s = HostSignals::read(root, None);
-        assert_eq!(classify(s, 1, None), Flow::BootstrapInPlace);
+        assert_eq!(
+            classify(s, 1, ServiceView::default()),
+            Flow::BootstrapInPlace
+        );
         assert!(!kubelet_ends_job(s));
         assert!(!control_plane_config_running(
             Flow::BootstrapInPlace,
@@ -213,8 +233,11 @@ mod tests {
     #[test]
     fn without_machine_config_files_the_boot_count_and_kubelet_decide() {
         let none = HostSignals::default();
-        assert_eq!(classify(none, 1, None), Flow::Undetermined);
-        assert_eq!(classify(none, 2, None), Flow::Classic);
+        assert_eq!(
+            classify(none, 1, ServiceView::default()),
+            Flow::Undetermined
+        );
+        assert_eq!(classify(none, 2, ServiceView::default()), Flow::Classic);
         assert!(!control_plane_config_running(
             Flow::Undetermined,
             none,
@@ -227,6 +250,36 @@ mod tests {
             1,
             true
         ));
-        assert_eq!(classify(none, 1, Some(DAY2_HOST_KIND)), Flow::Day2);
+        let day2 = ServiceView {
+            host_kind: Some(DAY2_HOST_KIND),
+            ..ServiceView::default()
+        };
+        assert_eq!(classify(none, 1, day2), Flow::Day2);
+    }
+
+    #[test]
+    fn the_service_tells_a_single_node_where_the_files_do_not() {
+        let sno = ServiceView {
+            host_kind: Some("Host"),
+            single_node_bootstrap: true,
+        };
+        // After its bootstrap (a later boot, or the files gone): its own
+        // control-plane config runs, not a second boot of a classic flow.
+        let none = HostSignals::default();
+        assert_eq!(classify(none, 2, sno), Flow::SingleNode);
+        assert!(control_plane_config_running(
+            Flow::SingleNode,
+            none,
+            2,
+            false
+        ));
+        // While the bootstrap runs (`Reporter::signals` sets the signal on
+        // its first boot), the files' answer holds.
+        let bootstrapping = HostSignals {
+            bootstrap_in_place: true,
+            ..HostSignals::default()
+        };
+        assert_eq!(classify(bootstrapping, 1, sno), Flow::BootstrapInPlace);
+        assert!(!kubelet_ends_job(bootstrapping));
     }
 }

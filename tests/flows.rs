@@ -233,6 +233,57 @@ async fn single_node_bootstrap_kubelet_does_not_end_the_job() {
     sc.final_checks(Some(&base)).await;
 }
 
+/// A single node whose bootstrap-in-place files are missing: the service
+/// says the host bootstraps a single-node cluster (its stage list), so a
+/// healthy kubelet on the first boot from disk is the bootstrap's, not the
+/// end of the job (the real service run showed the reporter leaving one
+/// second into that boot). The next boot is the node's own: its healthy
+/// kubelet ends the job, logged as a single node, not a classic install.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_node_without_bootstrap_files_told_by_the_service() {
+    let sc = Scenario::new("flow-sno-service");
+    let seed = HostSeed {
+        single_node: true,
+        ..HostSeed::rebooting_master()
+    };
+    let mock = sc.start_mock(&seed).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    sc.firstboot_applied_in_place();
+    let kubelet = start_kubelet(true).await;
+
+    let running = sc.spawn_agent("sno boot 1", &opts("60s", Some(kubelet.clone())));
+    wait_for_stage(&base, LOCAL_IGNITION, 2).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    sc.assert_not_cleaned_up("healthy kubelet on a single node's first boot");
+    assert_eq!(host_now(&base).await["current_stage"], LOCAL_IGNITION);
+    let run = sc.stop_agent(running).await;
+    run.assert_code(0);
+    assert!(
+        run.stderr_text()
+            .contains("bootstraps a single-node cluster"),
+        "{}",
+        run.stderr_text()
+    );
+    assert!(run.stderr_text().contains("bootstrap in place"));
+
+    sc.reboot(SECOND_BOOT_ID);
+    let running = sc.spawn_agent("sno boot 2", &opts("60s", Some(kubelet)));
+    let run = sc.wait_agent(running).await;
+    run.assert_code(0);
+    let host = host_now(&base).await;
+    assert_eq!(
+        stage_history(&host),
+        ["Rebooting", LOCAL_IGNITION, CONTROL_PLANE_IGNITION],
+        "{host}"
+    );
+    let log = run.stderr_text();
+    assert!(log.contains("single node, after its bootstrap"), "{log}");
+    assert!(!log.contains("classic two-boot"), "{log}");
+    sc.assert_cleaned_up("single node after its bootstrap");
+    sc.final_checks(Some(&base)).await;
+}
+
 // Day 2: the hosted service moves the host Rebooting -> Done.
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

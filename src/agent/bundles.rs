@@ -68,6 +68,17 @@ impl Reporter {
         !self.logs_refused && !self.token_refused && self.cluster_id.is_some()
     }
 
+    /// Why [`Self::may_ship`] is false, for the log.
+    pub(super) fn why_no_bundle(&self) -> &'static str {
+        if self.token_refused {
+            "no last bundle: the service refused the agent token"
+        } else if self.logs_refused {
+            "no last bundle: the service refused the host_boot logs type"
+        } else {
+            "no last bundle: no cluster ID known (not configured, service not reached)"
+        }
+    }
+
     /// Sleeps a drawn spread delay (nothing at zero). SIGTERM drops it with
     /// the rest of the run: the shutdown path stays what it is.
     pub(super) async fn wait_spread(&self, which: &str, delay: Duration) {

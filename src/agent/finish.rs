@@ -46,7 +46,11 @@ impl Reporter {
     /// The job is over: last bundle (so every host, day-2 ones too, ships at
     /// least one), then cleanup.
     pub(super) async fn finish(&mut self, why: &str) {
-        tracing::info!("{why}: shipping the last bundle and cleaning up");
+        if self.may_ship() {
+            tracing::info!("{why}: shipping the last bundle and cleaning up");
+        } else {
+            tracing::info!("{why}: cleaning up ({})", self.why_no_bundle());
+        }
         let grace = self.final_grace();
         let now = Instant::now();
         let until = now + grace;

@@ -64,6 +64,7 @@ impl Reporter {
                 self.infra_env_id = Some(ie);
             }
         }
+        self.learn_single_node(&host).await;
         let stage_changed = self.service_stage.as_deref() != host.current_stage();
         self.service_stage = host.current_stage().map(str::to_owned);
         self.last_host = Some(host.clone());
@@ -93,6 +94,41 @@ impl Reporter {
         }
     }
 
+    /// Whether the service says this host bootstraps a single-node
+    /// cluster: from the host's stage list, else (the cluster's host list
+    /// sends none) from the cluster. Learned once; a cluster that cannot be
+    /// read leaves the host's files to tell the flow.
+    async fn learn_single_node(&mut self, host: &Host) {
+        if self.single_node_bootstrap.is_some() {
+            return;
+        }
+        let mut known = host.single_node_bootstrap();
+        if known.is_none() && !self.cluster_unreadable {
+            if let Some(cluster_id) = self.cluster_id {
+                match self
+                    .client
+                    .get_cluster(cluster_id, Some(self.deadline))
+                    .await
+                {
+                    Ok(cluster) => known = cluster.single_node(),
+                    Err(err) => {
+                        tracing::info!(
+                            "{err}; the host's files tell whether it bootstraps a single node"
+                        );
+                        self.cluster_unreadable = true;
+                    }
+                }
+            }
+        }
+        if known == Some(true) {
+            tracing::info!(
+                "the service says this host bootstraps a single-node cluster: its first boot \
+                 from disk runs the bootstrap, and the job ends on a later boot"
+            );
+        }
+        self.single_node_bootstrap = known;
+    }
+
     pub(super) async fn report_stage(&mut self, host: &Host, target: &'static str) {
         if self.ledger.new_stages_refused {
             // This service answered 400 to the new stages before: straight
@@ -100,7 +136,13 @@ impl Reporter {
             self.report_as_progress_info(host, target, None).await;
             return;
         }
-        let current = host.current_stage().unwrap_or("none").to_owned();
+        // The stage the service holds now: the one this reporter set last
+        // when it set one since `host` was read.
+        let current = self
+            .service_stage
+            .clone()
+            .or_else(|| host.current_stage().map(str::to_owned))
+            .unwrap_or_else(|| "none".to_owned());
         let finding = self.bootstrap_finding().await;
         let request = HostProgress {
             current_stage: target,

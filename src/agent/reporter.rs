@@ -13,7 +13,7 @@ use crate::api::{Client, ClientSettings, Host};
 use crate::bundle::BundleLimits;
 use crate::collect::CollectContext;
 use crate::config::Config;
-use crate::flow::{self, Flow, HostSignals};
+use crate::flow::{self, Flow, HostSignals, ServiceView};
 use crate::kubelet::HealthProbe;
 use crate::ledger::{read_boot_id, read_uptime, Ledger};
 use crate::redact::Redactor;
@@ -67,6 +67,13 @@ pub(super) struct Reporter {
     /// The flow as last told, logged when it changes.
     pub(super) flow: Flow,
     pub(super) kubelet_healthy: bool,
+    /// The service says this host bootstraps a single-node cluster
+    /// (`None` until it said either way).
+    pub(super) single_node_bootstrap: Option<bool>,
+    /// The cluster could not be read: not asked again in this run.
+    pub(super) cluster_unreadable: bool,
+    /// The bootstrap-in-place files were seen in this run.
+    bootstrap_files_seen: bool,
     /// The last stage this boot settled on (set, or given up on).
     pub(super) settled_target: Option<&'static str>,
     /// The per-boot progress update cap was hit and said so.
@@ -169,6 +176,9 @@ impl Reporter {
             last_host: None,
             flow: Flow::Undetermined,
             kubelet_healthy: false,
+            single_node_bootstrap: None,
+            cluster_unreadable: false,
+            bootstrap_files_seen: false,
             settled_target,
             put_cap_logged: false,
             info_owner: None,
@@ -198,15 +208,31 @@ impl Reporter {
         }
     }
 
-    fn signals(&self) -> HostSignals {
-        HostSignals::read(&self.config.root, self.boot_started)
+    /// The host's files, and the service's word where they are silent: a
+    /// single node's bootstrap host runs its bootstrap on its first boot
+    /// from disk, bootstrap-in-place files or not (unless this run saw
+    /// them and then saw them go: the bootstrap is over).
+    fn signals(&mut self) -> HostSignals {
+        let mut signals = HostSignals::read(&self.config.root, self.boot_started);
+        if signals.bootstrap_in_place {
+            self.bootstrap_files_seen = true;
+        } else if self.boot_number == 1
+            && !self.bootstrap_files_seen
+            && self.single_node_bootstrap == Some(true)
+        {
+            signals.bootstrap_in_place = true;
+        }
+        signals
     }
 
     /// Re-tells the flow from the host's files and the service's host kind;
     /// says so when it changes.
     fn update_flow(&mut self, signals: HostSignals) -> Flow {
-        let kind = self.last_host.as_ref().and_then(|h| h.kind.as_deref());
-        let flow = flow::classify(signals, self.boot_number, kind);
+        let service = ServiceView {
+            host_kind: self.last_host.as_ref().and_then(|h| h.kind.as_deref()),
+            single_node_bootstrap: self.single_node_bootstrap == Some(true),
+        };
+        let flow = flow::classify(signals, self.boot_number, service);
         if flow != self.flow {
             tracing::info!(
                 "install flow: {} (boot {} from disk)",

@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 pub use crate::retry::RetryPolicy;
 use crate::retry::Retryable;
-pub use types::{ErrorBody, Host, HostProgress, HostProgressInfo};
+pub use types::{Cluster, ErrorBody, Host, HostProgress, HostProgressInfo};
 
 use crate::proxy::{ProxySettings, ProxyUrl};
 use crate::secret::Secret;
@@ -350,6 +350,33 @@ impl Client {
                 scan.elements
             ),
             retry_after: None,
+        })
+    }
+
+    /// `GET /v2/clusters/{cluster_id}` (agent auth upstream): what kind of
+    /// cluster the host is installed into.
+    pub async fn get_cluster(
+        &self,
+        cluster_id: Uuid,
+        deadline: Option<Instant>,
+    ) -> Result<Cluster, ApiError> {
+        // The cluster object carries its hosts, inventories included: a
+        // few KiB each. A single node's is small; a larger answer is a
+        // decode error, and the host's files decide as before.
+        const MAX_CLUSTER_BYTES: usize = 4 << 20;
+        let operation = "reading the cluster";
+        let body = self
+            .retry
+            .run(deadline, |_| async {
+                let request =
+                    self.request(Method::GET, self.url(&format!("clusters/{cluster_id}")));
+                let response = self.send(operation, request).await?;
+                success_body(operation, response, MAX_CLUSTER_BYTES).await
+            })
+            .await?;
+        serde_json::from_slice(&body).map_err(|e| ApiError::Decode {
+            operation: operation.to_owned(),
+            detail: e.to_string(),
         })
     }
 

@@ -47,6 +47,52 @@ impl Host {
             .as_ref()
             .and_then(|p| p.progress_info.as_deref())
     }
+
+    /// Whether this host bootstraps a single-node cluster, as far as its
+    /// own record tells: `Some(false)` when it is no bootstrap host; from
+    /// its stage list when the service sent one (upstream's
+    /// `FindMatchingStages`: a single node's bootstrap host gets
+    /// `SnoStages`, which wait for bootkube but never for a control plane;
+    /// `BootstrapStages` wait for both); `None` when only the cluster can
+    /// tell (the cluster's host list sends no stage list).
+    pub fn single_node_bootstrap(&self) -> Option<bool> {
+        if !self.bootstrap {
+            return Some(false);
+        }
+        let stages = self.progress_stages.as_ref().filter(|s| !s.is_empty())?;
+        let has = |stage: &str| stages.iter().any(|s| s == stage);
+        Some(has(WAITING_FOR_BOOTKUBE) && !has(WAITING_FOR_CONTROL_PLANE))
+    }
+}
+
+const WAITING_FOR_BOOTKUBE: &str = "Waiting for bootkube";
+const WAITING_FOR_CONTROL_PLANE: &str = "Waiting for control plane";
+
+/// The part of `GET /v2/clusters/{cluster_id}` (agent auth upstream) the
+/// reporter reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Cluster {
+    /// `Full`, or `None` for a single node (deprecated upstream in favour
+    /// of `control_plane_count`, still sent).
+    #[serde(default)]
+    pub high_availability_mode: Option<String>,
+    #[serde(default)]
+    pub control_plane_count: Option<i64>,
+}
+
+impl Cluster {
+    /// Whether the cluster is a single node; `None` when it does not say.
+    pub fn single_node(&self) -> Option<bool> {
+        match (
+            self.control_plane_count,
+            self.high_availability_mode.as_deref(),
+        ) {
+            (Some(count), _) if count > 0 => Some(count == 1),
+            (_, Some("None")) => Some(true),
+            (_, Some("Full")) => Some(false),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
