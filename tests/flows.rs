@@ -505,7 +505,11 @@ async fn progress_updates_are_bounded_per_boot_across_restarts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_33_mib_host_list_is_read_within_the_units_memory() {
     let sc = Scenario::new("flow-big-list");
-    let seed = seed_with_many_hosts(&sc.token, &HostSeed::rebooting_master(), 1000, 33_000);
+    // Each mock host carries what a real one does (about 22 KB of
+    // inventory, validations and connectivity) and its hostname four times
+    // (requested, inventory, two validation messages): 1000 hosts with
+    // 3 KB names make about 33 MiB.
+    let seed = seed_with_many_hosts(&sc.token, &HostSeed::rebooting_master(), 1000, 3_000);
     let mock = start_mock_at("127.0.0.1:0", &seed, &sc.data_dir, false).await;
     let base = mock.base_url();
     sc.write_config(&base, SecretForm::PullSecretJson, true);

@@ -560,11 +560,22 @@ async fn download_semantics_follow_get_log_file_for_download() {
         );
         let a = download(&m.base, C, "logs_type=host").await;
         assert_eq!(a.status, 400);
+        assert_eq!(
+            a.json()["reason"],
+            "Host ID must be provided for downloading host logs"
+        );
+        // `PrepareClusterLogFile` writes the cluster's metadata and events
+        // first: the whole-cluster tar is never empty.
         let a = download(&m.base, C, "").await;
-        assert_eq!(a.status, 404);
-        assert_eq!(a.json()["reason"], "No log files were found");
+        assert_eq!(a.status, 200, "{mode:?}");
+        let names: Vec<String> = tar_names(&a.body).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["cluster_events.json", "cluster_metadata.json"]);
         let a = download(&m.base, C, "logs_type=controller").await;
         assert_eq!(a.status, 409);
+        assert_eq!(
+            a.json()["reason"],
+            format!("Controller Logs for cluster {C} were not found")
+        );
 
         let host_bundle = tar_gz("journal.log", b"host logs");
         assert_eq!(
@@ -638,13 +649,576 @@ async fn download_semantics_follow_get_log_file_for_download() {
                 format!("attachment; filename=multi_{C}.tar")
             );
             let outer = tar_names(&a.body);
-            assert_eq!(outer.len(), 1, "{query}");
-            assert_eq!(outer[0].0, "multi_bootstrap_master-1.example.com.tar");
+            let names: Vec<&str> = outer.iter().map(|(n, _)| n.as_str()).collect();
+            // In the storage's listing order: `<host id>/`, `cluster/`.
+            assert_eq!(
+                names,
+                [
+                    "multi_bootstrap_master-1.example.com.tar",
+                    "cluster_events.json",
+                    "cluster_metadata.json"
+                ],
+                "{query}"
+            );
             let inner = tar_names(&outer[0].1);
             assert_eq!(inner[0].1, host_bundle);
+            let metadata: Value = serde_json::from_slice(&outer[2].1).expect("metadata json");
+            assert_eq!(metadata["id"], C);
+            assert_eq!(metadata["pull_secret"], "SECRET");
         }
         m.server.shutdown().await;
     }
+}
+
+// ---------------------------------------------------------------------------
+// Answers as the real service writes them (models' `omitempty`, error
+// texts and encodings read from assisted-service at 063b2579)
+
+fn ctype(a: &Answer) -> &str {
+    a.headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+async fn list_hosts(base: &str, env: &str) -> Answer {
+    send(
+        client()
+            .get(format!("{base}{API}/infra-envs/{env}/hosts"))
+            .header("X-Secret-Key", AGENT),
+    )
+    .await
+}
+
+fn host_of<'a>(list: &'a Value, id: &str) -> &'a Value {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .find(|h| h["id"] == id)
+        .unwrap_or_else(|| panic!("{id} not listed"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_lists_carry_upstreams_fields_with_its_omitempty_rules() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        let a = list_hosts(&m.base, E).await;
+        assert_eq!(a.status, 200);
+        // go-openapi's JSON producer: `json.Encoder`, one newline after the value.
+        assert_eq!(ctype(&a), "application/json");
+        assert_eq!(a.body.last(), Some(&b'\n'));
+        let list = a.json();
+        assert!(
+            a.body.len() > 4 * 15_000,
+            "{mode:?}: four hosts in {} bytes: not the real service's size",
+            a.body.len()
+        );
+        let master = host_of(&list, MASTER);
+        let worker = host_of(&list, WORKER);
+        let fresh = host_of(&list, FRESH);
+        for field in [
+            "inventory",
+            "validations_info",
+            "connectivity",
+            "disks_info",
+            "domain_name_resolutions",
+            "images_status",
+            "ntp_sources",
+            "installation_disk_id",
+            "installation_disk_path",
+            "discovery_agent_version",
+            "installer_version",
+            "suggested_role",
+            "role",
+            "requested_hostname",
+            "timestamp",
+            "media_status",
+        ] {
+            assert!(
+                master.get(field).is_some(),
+                "{mode:?}: no {field}: {master}"
+            );
+        }
+        // Stored JSON strings that parse, and agree with the host.
+        let inventory: Value =
+            serde_json::from_str(master["inventory"].as_str().expect("a string")).expect("json");
+        assert_eq!(inventory["hostname"], master["requested_hostname"]);
+        assert!(master["inventory"].as_str().unwrap_or("").len() > 4096);
+        let validations: Value =
+            serde_json::from_str(master["validations_info"].as_str().expect("a string"))
+                .expect("json");
+        assert_eq!(validations["hardware"][0]["id"], "has-inventory");
+        let connectivity: Value =
+            serde_json::from_str(master["connectivity"].as_str().expect("a string")).expect("json");
+        assert_eq!(
+            connectivity["remote_hosts"].as_array().map(Vec::len),
+            Some(3),
+            "the other hosts of the cluster"
+        );
+        // `omitempty`: false, "" and 0 are absent.
+        assert_eq!(master["bootstrap"], true);
+        assert!(worker.get("bootstrap").is_none(), "{worker}");
+        for host in [master, worker, fresh] {
+            assert!(host["progress"].get("stage_timed_out").is_none(), "{host}");
+            assert!(host.get("free_addresses").is_none(), "{host}");
+            assert!(host.get("logs_info").is_none(), "{host}");
+        }
+        assert!(fresh["progress"].get("current_stage").is_none(), "{fresh}");
+        assert!(
+            fresh["progress"].get("installation_percentage").is_none(),
+            "{fresh}"
+        );
+        assert!(fresh["progress"].get("progress_info").is_none(), "{fresh}");
+        // Date-times are structs in Go: never omitted, zero when unset.
+        assert_eq!(
+            fresh["progress"]["stage_started_at"],
+            "0001-01-01T00:00:00.000Z"
+        );
+        assert_eq!(master["logs_collected_at"], "0001-01-01T00:00:00.000Z");
+        assert_eq!(master["stage_started_at"], "0001-01-01T00:00:00.000Z");
+        assert_eq!(master["deleted_at"], Value::Null);
+        assert!(master["progress"]["stage_started_at"]
+            .as_str()
+            .is_some_and(|t| t.len() == 24 && t.ends_with('Z')));
+
+        // A second mock from the same seed lists the same facts.
+        let again = start(mode).await;
+        let other = list_hosts(&again.base, E).await.json();
+        for field in [
+            "inventory",
+            "validations_info",
+            "connectivity",
+            "disks_info",
+        ] {
+            assert_eq!(host_of(&other, MASTER)[field], master[field], "{field}");
+        }
+        again.server.shutdown().await;
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stage_timed_out_appears_only_once_a_stage_timed_out() {
+    for mode in BOTH {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = MockConfig::new(
+            Seed::from_json(&seed().to_string()).expect("seed"),
+            dir.path().join("data"),
+        );
+        config.upstream_compat = mode == Mode::Compat;
+        // 40 min of Rebooting pass in the monitor's first tick.
+        config.time_scale = 1e6;
+        let server = MockServer::start("127.0.0.1:0", config)
+            .await
+            .expect("mock");
+        let base = server.base_url();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while state_host(&base, WORKER).await["status"] != "installing-pending-user-action" {
+            assert!(
+                Instant::now() < deadline,
+                "{mode:?}: WORKER never timed out"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let list = list_hosts(&base, E).await.json();
+        assert_eq!(
+            host_of(&list, WORKER)["progress"]["stage_timed_out"],
+            true,
+            "{mode:?}"
+        );
+        // Not installing-in-progress: no timer ran, nothing to show.
+        assert!(host_of(&list, FRESH)["progress"]
+            .get("stage_timed_out")
+            .is_none());
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cluster_host_list_is_the_stored_rows() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        let get = |query: &'static str| {
+            send(
+                client()
+                    .get(format!("{}{API}/clusters/{C}/hosts{query}", m.base))
+                    .header("X-Secret-Key", AGENT),
+            )
+        };
+        let list = get("").await.json();
+        let master = host_of(&list, MASTER);
+        assert_eq!(master["progress_stages"], Value::Null, "{mode:?}");
+        assert!(master.get("inventory").is_none(), "{master}");
+        assert!(master.get("connectivity").is_none(), "{master}");
+        assert_eq!(master["requested_hostname"], "master-1.example.com");
+        let list = get("?with-inventory=true&with-connectivity=true")
+            .await
+            .json();
+        assert!(host_of(&list, MASTER)["inventory"].is_string());
+        assert!(host_of(&list, MASTER)["connectivity"].is_string());
+        let masters = get("?role=master").await.json();
+        assert_eq!(masters.as_array().map(Vec::len), Some(3), "{masters}");
+        // No existence check upstream: an unknown cluster has no hosts.
+        let unknown = send(
+            client()
+                .get(format!(
+                    "{}{API}/clusters/00000000-0000-4000-8000-0000000000c1/hosts",
+                    m.base
+                ))
+                .header("X-Secret-Key", AGENT),
+        )
+        .await;
+        assert_eq!(
+            (unknown.status, unknown.body.as_slice()),
+            (200, b"[]\n".as_slice())
+        );
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_without_a_stage_is_a_conflict_not_a_validation_error() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        for body in [
+            json!({"progress_info": "no stage"}),
+            json!({"current_stage": "", "progress_info": "empty stage"}),
+        ] {
+            let put = |host: &'static str| {
+                send(
+                    client()
+                        .put(format!(
+                            "{}{API}/infra-envs/{E}/hosts/{host}/progress",
+                            m.base
+                        ))
+                        .header("X-Secret-Key", AGENT)
+                        .json(&body),
+                )
+            };
+            // `UpdateInstallProgress` formats the empty stage into its text.
+            let a = put(MASTER).await;
+            assert_eq!(a.status, 409, "{mode:?} {body}");
+            assert_eq!(
+                a.body,
+                b"{\"code\":\"409\",\"href\":\"\",\"id\":409,\"kind\":\"Error\",\"reason\":\"Stages  isn't available for host role master bootstrap true\"}\n"
+            );
+            let a = put(WORKER).await;
+            assert_eq!(
+                a.json()["reason"],
+                "Stages  isn't available for host role worker bootstrap false"
+            );
+            // A host without a stage: the same "" stage, the info is taken.
+            assert_eq!(put(FRESH).await.status, 200, "{mode:?} {body}");
+        }
+        let fresh = state_host(&m.base, FRESH).await;
+        assert_eq!(fresh["current_stage"], Value::Null);
+        assert_eq!(fresh["progress_info"], "empty stage");
+        assert_eq!(
+            state_host(&m.base, MASTER).await["current_stage"],
+            "Configuring"
+        );
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_failures_answer_with_upstreams_texts() {
+    let m = start(Mode::Compat).await;
+    let hosts_url = format!("{}{API}/infra-envs/{E}/hosts", m.base);
+    // No credential a scheme of the route reads: go-openapi's own error,
+    // `json.Marshal`ed, no newline.
+    for req in [
+        client().get(&hosts_url),
+        client()
+            .get(format!("{}{API}/infra-envs/{E}/hosts/{MASTER}", m.base))
+            .header("X-Secret-Key", AGENT),
+        client()
+            .get(format!("{}{API}/clusters/{C}/logs?logs_type=all", m.base))
+            .header("X-Secret-Key", AGENT),
+    ] {
+        let a = send(req).await;
+        assert_eq!(a.status, 401);
+        assert_eq!(ctype(&a), "application/json");
+        assert_eq!(
+            a.body,
+            br#"{"code":401,"message":"unauthenticated for invalid credentials"}"#
+        );
+    }
+    // A token the local authenticator cannot parse: its `infra_error`.
+    let a = send(client().get(&hosts_url).header("X-Secret-Key", "not-a-jwt")).await;
+    assert_eq!(a.status, 401);
+    assert_eq!(ctype(&a), "application/json");
+    assert_eq!(
+        a.body,
+        b"{\"code\":401,\"message\":\"Failed to parse token: token contains an invalid number of segments\\n\"}\n"
+    );
+    // A token minted for the cluster names an infra-env that does not exist.
+    let a = send(
+        client()
+            .get(&hosts_url)
+            .header("X-Secret-Key", CLUSTER_MINTED),
+    )
+    .await;
+    assert_eq!(a.status, 401);
+    assert_eq!(a.json()["message"], format!("infraEnv {C} does not exist"));
+    // User tokens (`rhsso_authenticator.go` `AuthUserAuth`).
+    let a = send(client().get(&hosts_url).bearer_auth("wrong")).await;
+    assert_eq!(
+        a.json(),
+        json!({"code": 401, "message": "Error parsing token or token is invalid"})
+    );
+    let a = send(client().get(&hosts_url).header("Authorization", "Basic x")).await;
+    assert_eq!(
+        a.json()["message"],
+        "Authorization header format must be Bearer {token}"
+    );
+    // The download's schemes: urlAuth takes an agent token, the authorizer
+    // then refuses it (not scoped to the cluster), through the route's
+    // octet-stream producer.
+    let logs = |key: &str| {
+        send(client().get(format!(
+            "{}{API}/clusters/{C}/logs?logs_type=all&api_key={key}",
+            m.base
+        )))
+    };
+    let a = logs(AGENT).await;
+    assert_eq!(a.status, 404);
+    assert_eq!(ctype(&a), "application/octet-stream");
+    assert_eq!(
+        a.body,
+        br#"{"code":"404","href":"","id":404,"kind":"Error","reason":"Object Not Found"}"#
+    );
+    let a = logs("garbage").await;
+    assert_eq!(a.status, 401);
+    assert_eq!(ctype(&a), "application/octet-stream");
+    assert_eq!(
+        a.json()["message"],
+        "Failed to parse token: token contains an invalid number of segments\n"
+    );
+    assert_eq!(logs(USER).await.status, 200);
+    m.server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_objects_get_upstreams_404_texts() {
+    const NOBODY: &str = "00000000-0000-4000-8000-00000000dead";
+    for mode in BOTH {
+        let m = start(mode).await;
+        // `GetHostFromDB` wraps gorm's error with both ids; the progress PUT
+        // does not look the infra-env up.
+        for env in [E, NOBODY] {
+            let a = put_progress(&m.base, env, NOBODY, "Joined", "").await;
+            assert_eq!(a.status, 404, "{mode:?}");
+            assert_eq!(
+                a.json(),
+                json!({"code": "404", "href": "", "id": 404, "kind": "Error",
+                       "reason": format!("failed to get host {NOBODY} in infra_env {env}: record not found")})
+            );
+        }
+        // A host of another infra-env is not found either.
+        let a = put_progress(&m.base, E_SNO, MASTER, "Joined", "").await;
+        assert_eq!(
+            a.json()["reason"],
+            format!("failed to get host {MASTER} in infra_env {E_SNO}: record not found")
+        );
+        // Infra-env and cluster lookups return gorm's error as is.
+        let a = list_hosts(&m.base, NOBODY).await;
+        assert_eq!(a.status, 404);
+        assert_eq!(a.json()["reason"], "record not found");
+        let a = send(
+            client()
+                .get(format!("{}{API}/clusters/{NOBODY}", m.base))
+                .header("X-Secret-Key", AGENT),
+        )
+        .await;
+        assert_eq!(
+            (a.status, a.json()["reason"].clone()),
+            (404, json!("record not found"))
+        );
+        let a = download(&m.base, NOBODY, "logs_type=all").await;
+        assert_eq!(a.status, 404);
+        assert_eq!(a.json()["reason"], "record not found");
+        // Host logs of a host of another cluster.
+        let a = upload(&m.base, C, &format!("logs_type=host&host_id={SNO}"), b"x").await;
+        assert_eq!(
+            a.json()["reason"],
+            format!("failed to get host {SNO} in cluster {C}: record not found")
+        );
+        // No route: go-openapi's router.
+        let a = send(client().get(format!("{}{API}/no-such-thing", m.base))).await;
+        assert_eq!(a.status, 404);
+        assert_eq!(
+            a.body,
+            br#"{"code":404,"message":"path /api/assisted-install/v2/no-such-thing was not found"}"#
+        );
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn download_errors_come_through_the_octet_stream_producer() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        let query = format!("logs_type=host&host_id={MASTER}");
+        let a = download(&m.base, C, &query).await;
+        assert_eq!(a.status, 409);
+        assert_eq!(ctype(&a), "application/octet-stream");
+        // `MarshalBinary`: `json.Marshal`, no newline.
+        assert_eq!(
+            a.body,
+            format!(
+                r#"{{"code":"409","href":"","id":409,"kind":"Error","reason":"Logs for host {MASTER} were not found"}}"#
+            )
+            .into_bytes()
+        );
+        // A client that asks for JSON gets the JSON producer.
+        let a = send(
+            client()
+                .get(format!("{}{API}/clusters/{C}/logs?{query}", m.base))
+                .bearer_auth(USER)
+                .header("Accept", "application/json"),
+        )
+        .await;
+        assert_eq!((a.status, ctype(&a)), (409, "application/json"));
+        assert_eq!(a.body.last(), Some(&b'\n'));
+        // Parameter validation is go-openapi's, JSON whatever the route.
+        let a = download(&m.base, C, "logs_type=node-boot").await;
+        assert_eq!((a.status, ctype(&a)), (400, "application/json"));
+        assert_eq!(a.json()["code"], 400);
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_read_the_cluster() {
+    for mode in BOTH {
+        let m = start(mode).await;
+        let rules: Value = client()
+            .get(format!("{}/admin/rules", m.base))
+            .send()
+            .await
+            .expect("rules")
+            .json()
+            .await
+            .expect("rules json");
+        let get = |cluster: &'static str, key: &'static str, query: &'static str| {
+            send(
+                client()
+                    .get(format!("{}{API}/clusters/{cluster}{query}", m.base))
+                    .header("X-Secret-Key", key),
+            )
+        };
+        let a = get(C, AGENT, "").await;
+        assert_eq!((a.status, ctype(&a)), (200, "application/json"), "{mode:?}");
+        let c = a.json();
+        assert_eq!(c["id"], C);
+        assert_eq!(c["kind"], "Cluster");
+        assert_eq!(c["high_availability_mode"], "Full");
+        assert_eq!(c["control_plane_count"], 3);
+        assert_eq!(c["openshift_version"], "4.18");
+        // PENDING waits for the user (wrong boot order): so does the cluster.
+        assert_eq!(c["status"], "installing-pending-user-action");
+        assert_eq!(c["status_info"], "Cluster has hosts pending user action");
+        assert_eq!(c["platform"]["type"], "baremetal");
+        assert_eq!(c["total_host_count"], 4);
+        assert_eq!(c["deleted_at"], Value::Null);
+        // Its hosts are customized with the cluster.
+        let master = host_of(&c["hosts"], MASTER);
+        assert_eq!(
+            master["progress_stages"],
+            rules["stage_lists"]["BootstrapStages"]
+        );
+        assert!(master["inventory"].is_string());
+
+        // Single node: the cluster says so, its host is the bootstrap host
+        // and walks SnoStages, in both modes (V2GetCluster passes the
+        // cluster to customizeHost; only V2ListHosts does not).
+        let a = get(C_SNO, SNO_TOKEN, "").await;
+        assert_eq!(
+            a.status, 200,
+            "an infra-env token reads any cluster (local auth)"
+        );
+        let sno = a.json();
+        assert_eq!(sno["high_availability_mode"], "None");
+        assert_eq!(sno["control_plane_count"], 1);
+        assert_eq!(sno["platform"]["type"], "none");
+        assert_eq!(sno["user_managed_networking"], true);
+        assert_eq!(sno["api_vips"], json!([]));
+        let host = &sno["hosts"][0];
+        assert_eq!(host["id"], SNO);
+        assert_eq!(host["bootstrap"], true);
+        assert_eq!(host["progress_stages"], rules["stage_lists"]["SnoStages"]);
+
+        let day2 = get(C_DAY2, AGENT, "").await.json();
+        assert_eq!(
+            (day2["kind"].as_str(), day2["status"].as_str()),
+            (Some("AddHostsCluster"), Some("adding-hosts"))
+        );
+        // exclude-hosts: no hosts loaded, so none counted either.
+        let light = get(C, AGENT, "?exclude-hosts=true").await.json();
+        assert_eq!(light["hosts"], Value::Null);
+        assert!(light.get("total_host_count").is_none(), "{light}");
+        assert_eq!(get(C, "not-a-jwt", "").await.status, 401);
+        m.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_makes_a_single_node_cluster_from_its_topology() {
+    let mut seed = seed();
+    // Say it on the cluster only: the host follows.
+    seed["clusters"][1]["high_availability_mode"] = json!("None");
+    seed["hosts"][4]
+        .as_object_mut()
+        .expect("host")
+        .remove("single_node");
+    let m = start_with(Mode::Enhanced, false, &seed).await;
+    let rules: Value = client()
+        .get(format!("{}/admin/rules", m.base))
+        .send()
+        .await
+        .expect("rules")
+        .json()
+        .await
+        .expect("rules json");
+    let listed = list_hosts(&m.base, E_SNO).await.json();
+    assert_eq!(
+        listed[0]["progress_stages"],
+        rules["stage_lists"]["SnoStages"]
+    );
+    let state: Value = client()
+        .get(format!("{}/admin/state", m.base))
+        .send()
+        .await
+        .expect("state")
+        .json()
+        .await
+        .expect("state json");
+    assert_eq!(state_host(&m.base, SNO).await["single_node"], true);
+    let sno = state["clusters"]
+        .as_array()
+        .expect("clusters")
+        .iter()
+        .find(|c| c["id"] == C_SNO)
+        .expect("the SNO cluster");
+    assert_eq!(
+        (&sno["high_availability_mode"], &sno["control_plane_count"]),
+        (&json!("None"), &json!(1))
+    );
+    // A single-node host in a cluster that says otherwise is refused.
+    let mut bad = seed.clone();
+    bad["clusters"][1]["high_availability_mode"] = json!("Full");
+    bad["hosts"][4]["single_node"] = json!(true);
+    let a = admin_post(&m.base, "/admin/seed", &bad).await;
+    assert_eq!(a.status, 400);
+    assert!(
+        a.json()["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("single_node")),
+        "{}",
+        String::from_utf8_lossy(&a.body)
+    );
+    m.server.shutdown().await;
 }
 
 // ---------------------------------------------------------------------------

@@ -188,6 +188,8 @@ pub fn state_json(world: &World, mode: Mode) -> Value {
                 "id": c.id,
                 "name": c.name,
                 "openshift_version": c.openshift_version,
+                "high_availability_mode": c.high_availability_mode,
+                "control_plane_count": c.control_plane_count,
                 // Uploads without host_id (controller logs) live at cluster level.
                 "bundles": bundles_view(world, Some(c.id), None),
             })

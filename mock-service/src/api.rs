@@ -23,11 +23,12 @@ use uuid::Uuid;
 
 use crate::error::{error_body, ApiError};
 use crate::faults::Endpoint;
-use crate::model::{self, Host, ProgressError, Stage, World};
+use crate::model::{self, Host, HostView, ProgressError, Stage, World};
 use crate::requests::BodyCapture;
 use crate::server::ConnKill;
 use crate::state::Shared;
 use crate::store::{self, BundleKey, BundleMeta, TempUpload};
+use crate::wire;
 
 /// How much of an upload a `drop_connection` fault reads before hanging up,
 /// so the agent sees a connection lost mid-body rather than before it.
@@ -43,6 +44,7 @@ pub fn router(state: Shared) -> Router<Shared> {
             "/v2/infra-envs/{infra_env_id}/hosts",
             get(list_infra_env_hosts),
         )
+        .route("/v2/clusters/{cluster_id}", get(get_cluster))
         .route("/v2/clusters/{cluster_id}/hosts", get(list_cluster_hosts))
         .route(
             "/v2/infra-envs/{infra_env_id}/hosts/{host_id}",
@@ -59,7 +61,13 @@ pub fn router(state: Shared) -> Router<Shared> {
                 // Uploads are streamed to disk and limited by our own check.
                 .layer(DefaultBodyLimit::disable()),
         )
-        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        // go-openapi's router (`middleware/router.go` `NewRouter`).
+        .fallback(|OriginalUri(uri): OriginalUri| async move {
+            ApiError::Serve(
+                StatusCode::NOT_FOUND,
+                format!("path {} was not found", uri.path()),
+            )
+        })
         .layer(middleware::from_fn_with_state(state, gate))
 }
 
@@ -113,21 +121,6 @@ fn agent_auth_enabled(world: &World) -> bool {
     world.agent_token.is_some() || !world.agent_tokens.is_empty()
 }
 
-/// Whether the agent key is one the service accepts at all: the global
-/// token, or a token minted for an infra-env that exists. Upstream local
-/// auth checks no scope for agentAuth, only that the claimed infra-env
-/// exists.
-fn agent_key_valid(world: &World, key: Option<&str>) -> bool {
-    let Some(key) = key else {
-        return false;
-    };
-    world.agent_token.as_deref() == Some(key)
-        || world
-            .agent_tokens
-            .iter()
-            .any(|t| t.token == key && world.infra_env(t.infra_env_id).is_some())
-}
-
 /// The hosted service's ownership check: a pull-secret token reaches only
 /// its owner's clusters and infra-envs. A token minted for one infra-env
 /// owns that infra-env and the cluster it is bound to; the global token
@@ -159,24 +152,113 @@ fn cluster_of_hosts(world: &World, infra_env: Uuid, cluster: Uuid) -> bool {
         .any(|h| h.infra_env_id == infra_env && h.cluster_id == Some(cluster))
 }
 
-fn scheme_passes(world: &World, scheme: Scheme, headers: &HeaderMap, q: &Query) -> bool {
-    match scheme {
-        Scheme::Agent => !agent_auth_enabled(world) || agent_key_valid(world, agent_key(headers)),
-        Scheme::User => world
-            .user_token
-            .as_deref()
-            .is_none_or(|t| bearer(headers) == Some(format!("Bearer {t}").as_str())),
-        Scheme::Url => world
-            .user_token
-            .as_deref()
-            .is_none_or(|t| q.get("api_key").map(String::as_str) == Some(t)),
+/// What one security scheme of a route makes of a request, as go-openapi's
+/// `RouteAuthenticator` sees it.
+enum Check {
+    /// No credential for this scheme (`APIKeyAuth` finds an empty token).
+    NotApplicable,
+    Passed,
+    /// The authenticator refused the token; the next scheme is tried and
+    /// the last refusal is the answer.
+    Refused(ApiError),
+    /// Authenticated, but the authorizer refused: the answer at once.
+    Denied(ApiError),
+}
+
+/// `pkg/auth/local_authenticator.go` `validateToken`: a token that is not
+/// an ES256 JWT of the service's key. The mock's tokens are opaque, so it
+/// answers what the JWT parser says of them: not three segments, or (three
+/// segments) a signature of another key.
+fn token_parse_error(token: &str) -> ApiError {
+    let why = if token.split('.').count() == 3 {
+        "crypto/ecdsa: verification error"
+    } else {
+        "token contains an invalid number of segments"
+    };
+    ApiError::unauthorized(format!("Failed to parse token: {why}\n"))
+}
+
+/// Local (JWT) `AuthAgentAuth`: the global token or a minted one whose
+/// infra-env exists; a minted token whose infra-env is gone is refused
+/// with upstream's text.
+fn check_agent_token(world: &World, key: &str) -> Result<(), ApiError> {
+    if world.agent_token.as_deref() == Some(key) {
+        return Ok(());
+    }
+    match world.agent_tokens.iter().find(|t| t.token == key) {
+        Some(t) if world.infra_env(t.infra_env_id).is_some() => Ok(()),
+        Some(t) => Err(ApiError::unauthorized(format!(
+            "infraEnv {} does not exist",
+            t.infra_env_id
+        ))),
+        None => Err(token_parse_error(key)),
     }
 }
 
-/// Passes if any scheme the endpoint declares accepts the request; a
-/// disabled scheme (no token seeded) accepts anything, as on-prem no-auth does.
-/// On the hosted service an agent key that is refused, or reaches a
-/// resource its owner does not own, gets 404 "Object Not Found".
+fn check_scheme(world: &World, scheme: Scheme, headers: &HeaderMap, q: &Query) -> Check {
+    match scheme {
+        // A scheme with no token seeded is `AUTH_TYPE=none`: its
+        // authenticator applies to every request and accepts it.
+        Scheme::Agent if !agent_auth_enabled(world) => Check::Passed,
+        Scheme::Agent => match agent_key(headers).filter(|k| !k.is_empty()) {
+            None => Check::NotApplicable,
+            Some(key) => match check_agent_token(world, key) {
+                Ok(()) => Check::Passed,
+                Err(e) => Check::Refused(e),
+            },
+        },
+        Scheme::User => {
+            let Some(token) = world.user_token.as_deref() else {
+                return Check::Passed;
+            };
+            let Some(header) = bearer(headers).filter(|h| !h.is_empty()) else {
+                return Check::NotApplicable;
+            };
+            if header == format!("Bearer {token}") {
+                return Check::Passed;
+            }
+            // `pkg/auth/rhsso_authenticator.go` `AuthUserAuth`.
+            let parts: Vec<&str> = header.split_whitespace().collect();
+            let message = if parts.len() == 2 && parts[0].eq_ignore_ascii_case("bearer") {
+                "Error parsing token or token is invalid"
+            } else {
+                "Authorization header format must be Bearer {token}"
+            };
+            Check::Refused(ApiError::unauthorized(message))
+        }
+        Scheme::Url => {
+            let Some(token) = world.user_token.as_deref() else {
+                return Check::Passed;
+            };
+            let Some(key) = q.get("api_key").filter(|k| !k.is_empty()) else {
+                return Check::NotApplicable;
+            };
+            if key == token {
+                return Check::Passed;
+            }
+            // Local `AuthURLAuth` is `AuthAgentAuth`: an agent token
+            // authenticates, and `LocalAuthzHandler` then finds it is not
+            // scoped to this cluster (`pkg/auth/local_authz_handler.go`).
+            match check_agent_token(world, key) {
+                Ok(()) => Check::Denied(ApiError::not_found("Object Not Found")),
+                Err(e) => Check::Refused(e),
+            }
+        }
+    }
+}
+
+/// Whether a scheme accepts the request, for the journal.
+fn scheme_passes(world: &World, scheme: Scheme, headers: &HeaderMap, q: &Query) -> bool {
+    matches!(check_scheme(world, scheme, headers, q), Check::Passed)
+}
+
+/// go-openapi's `RouteAuthenticators.Authenticate` and `Context.Authorize`:
+/// the route's schemes in the swagger's order; the first that accepts
+/// wins; otherwise the last refusal is the answer (an `infra_error` 401
+/// from the authenticator), or, when no scheme found a credential,
+/// "unauthenticated for invalid credentials". On the hosted service an
+/// agent key that is refused, or reaches a resource its owner does not
+/// own, gets 404 "Object Not Found".
 fn authorize(
     st: &crate::state::AppState,
     world: &World,
@@ -192,32 +274,16 @@ fn authorize(
         }
         return Err(ApiError::not_found("Object Not Found"));
     }
-    if allowed.iter().any(|s| scheme_passes(world, *s, headers, q)) {
-        return Ok(());
-    }
-    let accepts: Vec<&str> = allowed
-        .iter()
-        .map(|s| match s {
-            Scheme::Agent => "an X-Secret-Key agent key",
-            Scheme::User => "an Authorization bearer token",
-            Scheme::Url => "an api_key query parameter",
-        })
-        .collect();
-    let presented = if key.is_some() {
-        if allowed.contains(&Scheme::Agent) {
-            "invalid X-Secret-Key"
-        } else {
-            "agent credentials (X-Secret-Key) are not accepted by this endpoint"
+    let mut last_refusal = None;
+    for scheme in allowed {
+        match check_scheme(world, *scheme, headers, q) {
+            Check::NotApplicable => {}
+            Check::Passed => return Ok(()),
+            Check::Refused(e) => last_refusal = Some(e),
+            Check::Denied(e) => return Err(e),
         }
-    } else if bearer(headers).is_some() || q.contains_key("api_key") {
-        "invalid user credentials"
-    } else {
-        "missing credentials"
-    };
-    Err(ApiError::Auth(format!(
-        "Unauthorized: {presented}; this endpoint accepts {}",
-        accepts.join(" or ")
-    )))
+    }
+    Err(last_refusal.unwrap_or_else(ApiError::unauthenticated))
 }
 
 /// The journal's view of how a request authenticated.
@@ -387,72 +453,116 @@ async fn list_infra_env_hosts(
     headers: HeaderMap,
     Path(infra_env_id): Path<String>,
     RawQuery(raw): RawQuery,
-) -> Result<Json<Vec<serde_json::Value>>, ApiError> {
+) -> Result<Response, ApiError> {
     let q = parse_query(raw.as_deref())?;
     let world = st.world.lock().unwrap();
     authorize(
         &st,
         &world,
-        &[Scheme::Agent, Scheme::User],
+        &[Scheme::User, Scheme::Agent],
         &headers,
         &q,
         Scope::infra_env(&infra_env_id),
     )?;
     let id = parse_uuid("infra_env_id", "path", &infra_env_id)?;
+    // `GetInfraEnvInternal`: gorm's error as is.
     if world.infra_env(id).is_none() {
-        return Err(ApiError::not_found(format!("infra env {id} not found")));
+        return Err(ApiError::record_not_found());
     }
-    // `V2ListHosts` fills `progress_stages` (see `Host::listed_stages`).
-    Ok(Json(hosts_json(
-        &world,
-        st.mode,
-        |h| h.infra_env_id == id,
-        |h| Some(h.listed_stages(st.mode)),
-    )))
+    // `V2ListHosts` runs `customizeHost(nil, …)` (see `Host::listed_stages`).
+    let hosts: Vec<serde_json::Value> = world
+        .hosts
+        .iter()
+        .filter(|h| h.infra_env_id == id)
+        .map(|h| h.to_api_json(st.mode, &HostView::customized(&h.listed_stages(st.mode))))
+        .collect();
+    Ok(wire::json_ok(&serde_json::Value::Array(hosts)))
 }
 
+/// A boolean query parameter as go-openapi binds it (`swag.ConvertBool`).
+fn query_bool(q: &Query, name: &str) -> Result<bool, ApiError> {
+    match q.get(name).map(|v| v.to_ascii_lowercase()) {
+        None => Ok(false),
+        Some(v) => match v.as_str() {
+            "true" | "1" | "yes" | "ok" | "y" | "on" | "selected" | "checked" | "t" | "enabled" => {
+                Ok(true)
+            }
+            "false" | "0" | "no" | "n" | "off" | "f" | "disabled" | "" => Ok(false),
+            _ => Err(ApiError::Validation(format!(
+                "{name} in query must be of type boolean: \"{}\"",
+                q[name]
+            ))),
+        },
+    }
+}
+
+/// `ListClusterHosts`: the rows as stored, filtered by `role` and `status`;
+/// no `customizeHost`, so `progress_stages` is null and
+/// `requested_hostname` is the stored one; the inventory and the
+/// connectivity report only on request. It never checks that the cluster
+/// exists: an unknown one lists no hosts.
 async fn list_cluster_hosts(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(cluster_id): Path<String>,
     RawQuery(raw): RawQuery,
-) -> Result<Json<Vec<serde_json::Value>>, ApiError> {
+) -> Result<Response, ApiError> {
     let q = parse_query(raw.as_deref())?;
     let world = st.world.lock().unwrap();
     authorize(
         &st,
         &world,
-        &[Scheme::Agent, Scheme::User],
+        &[Scheme::User, Scheme::Agent],
         &headers,
         &q,
         Scope::cluster(&cluster_id),
     )?;
     let id = parse_uuid("cluster_id", "path", &cluster_id)?;
-    if world.cluster(id).is_none() {
-        return Err(ApiError::not_found(format!("cluster {id} not found")));
-    }
-    // `ListClusterHosts` reads the rows as stored and never fills
-    // `progress_stages`: it is null there.
-    Ok(Json(hosts_json(
-        &world,
-        st.mode,
-        |h| h.cluster_id == Some(id),
-        |_| None,
-    )))
-}
-
-fn hosts_json(
-    world: &World,
-    mode: model::Mode,
-    keep: impl Fn(&Host) -> bool,
-    stages: impl Fn(&Host) -> Option<Vec<Stage>>,
-) -> Vec<serde_json::Value> {
-    world
+    let view = HostView {
+        progress_stages: None,
+        inventory: query_bool(&q, "with-inventory")?,
+        connectivity: query_bool(&q, "with-connectivity")?,
+        customized: false,
+    };
+    let role = q.get("role");
+    let status = q.get("status");
+    let hosts: Vec<serde_json::Value> = world
         .hosts
         .iter()
-        .filter(|h| keep(h))
-        .map(|h| h.to_api_json(mode, stages(h).as_deref()))
-        .collect()
+        .filter(|h| h.cluster_id == Some(id))
+        .filter(|h| role.is_none_or(|r| r == h.role.as_str()))
+        .filter(|h| status.is_none_or(|s| *s == h.status))
+        .map(|h| h.to_api_json(st.mode, &view))
+        .collect();
+    Ok(wire::json_ok(&serde_json::Value::Array(hosts)))
+}
+
+/// `V2GetCluster`, which upstream also serves to agents. Its hosts are
+/// customized with the cluster, so a single-node host lists `SnoStages`.
+async fn get_cluster(
+    State(st): State<Shared>,
+    headers: HeaderMap,
+    Path(cluster_id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let q = parse_query(raw.as_deref())?;
+    let world = st.world.lock().unwrap();
+    authorize(
+        &st,
+        &world,
+        &[Scheme::User, Scheme::Agent],
+        &headers,
+        &q,
+        Scope::cluster(&cluster_id),
+    )?;
+    let id = parse_uuid("cluster_id", "path", &cluster_id)?;
+    let exclude_hosts = query_bool(&q, "exclude-hosts")?;
+    let cluster = world.cluster(id).ok_or_else(ApiError::record_not_found)?;
+    Ok(wire::json_ok(&world.cluster_json(
+        cluster,
+        st.mode,
+        !exclude_hosts,
+    )))
 }
 
 async fn get_host(
@@ -460,7 +570,7 @@ async fn get_host(
     headers: HeaderMap,
     Path((infra_env_id, host_id)): Path<(String, String)>,
     RawQuery(raw): RawQuery,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let q = parse_query(raw.as_deref())?;
     let world = st.world.lock().unwrap();
     // The real service serves this to users only: an agent key gets 401.
@@ -475,27 +585,28 @@ async fn get_host(
     let ie = parse_uuid("infra_env_id", "path", &infra_env_id)?;
     let id = parse_uuid("host_id", "path", &host_id)?;
     let host = find_host(&world, ie, id)?;
-    Ok(Json(host.to_api_json(st.mode, Some(&host.stages(st.mode)))))
+    Ok(wire::json_ok(&host.to_api_json(
+        st.mode,
+        &HostView::customized(&host.stages(st.mode)),
+    )))
 }
 
+/// `common.GetHostFromDB`: the host by id and infra-env, gorm's error
+/// wrapped with both ids (`internal/common/db.go`).
 fn find_host(world: &World, infra_env_id: Uuid, host_id: Uuid) -> Result<&Host, ApiError> {
-    if world.infra_env(infra_env_id).is_none() {
-        return Err(ApiError::not_found(format!(
-            "infra env {infra_env_id} not found"
-        )));
-    }
     world
         .host(host_id)
         .filter(|h| h.infra_env_id == infra_env_id)
         .ok_or_else(|| {
             ApiError::not_found(format!(
-                "host {host_id} not found in infra env {infra_env_id}"
+                "failed to get host {host_id} in infra_env {infra_env_id}: record not found"
             ))
         })
 }
 
 #[derive(Deserialize)]
 struct ProgressBody {
+    #[serde(default)]
     current_stage: Option<String>,
     #[serde(default)]
     progress_info: Option<String>,
@@ -527,13 +638,16 @@ async fn update_progress(
             "parsing host-progress body from \"\" failed, because {e}"
         ))
     })?;
-    let Some(stage_name) = body.current_stage else {
-        return Err(ApiError::Validation(
-            "current_stage in body is required".into(),
-        ));
+    // `current_stage` is optional in `host-progress` and its enum check
+    // skips the empty value (`models/host_progress.go`): missing or empty
+    // reaches the handler.
+    let stage = match body.current_stage.as_deref() {
+        None | Some("") => None,
+        Some(name) => Some(
+            Stage::parse(name, st.mode)
+                .ok_or_else(|| ApiError::Validation(Stage::enum_message(st.mode)))?,
+        ),
     };
-    let stage = Stage::parse(&stage_name, st.mode)
-        .ok_or_else(|| ApiError::Validation(Stage::enum_message(st.mode)))?;
     let info = body.progress_info.unwrap_or_default();
 
     let mut world = st.world.lock().unwrap();
@@ -541,16 +655,22 @@ async fn update_progress(
     let host = world.host_mut(id).expect("found above");
     if host.cluster_id.is_none() {
         return Err(ApiError::bad_request(format!(
-            "host {id} is not bound to any cluster, can't update progress"
+            "host {id} is not bound to any cluster, cannot update progress"
         )));
     }
-    match host.update_progress(stage, &info, st.mode, SystemTime::now()) {
+    let now = SystemTime::now();
+    let result = match stage {
+        Some(stage) => host.update_progress(stage, &info, st.mode, now),
+        None => host.update_progress_without_stage(&info, now),
+    };
+    let shown = stage.map_or("", Stage::as_str);
+    match result {
         Ok(outcome) => {
-            tracing::info!("host {id}: {stage} ({info:?}): {outcome:?}");
+            tracing::info!("host {id}: {shown:?} ({info:?}): {outcome:?}");
             Ok(StatusCode::OK)
         }
         Err(ProgressError::Conflict(reason)) => {
-            tracing::info!("host {id}: refused {stage}: {reason}");
+            tracing::info!("host {id}: refused {shown:?}: {reason}");
             Err(ApiError::conflict(reason))
         }
     }
@@ -558,19 +678,17 @@ async fn update_progress(
 
 // ---------- logs ----------
 
+/// `getCluster`: gorm's "record not found", unwrapped.
 fn cluster_exists(world: &World, cluster_id: Uuid) -> Result<(), ApiError> {
     if world.cluster(cluster_id).is_none() {
-        return Err(ApiError::not_found(format!(
-            "cluster {cluster_id} not found"
-        )));
+        return Err(ApiError::record_not_found());
     }
     Ok(())
 }
 
 /// Upstream `GetClusterHostFromDB`: the host must be in that cluster; the
-/// infra-env plays no part.
+/// infra-env plays no part, nor does the cluster's existence.
 fn host_in_cluster(world: &World, cluster_id: Uuid, host_id: Uuid) -> Result<&Host, ApiError> {
-    cluster_exists(world, cluster_id)?;
     world
         .host(host_id)
         .filter(|h| h.cluster_id == Some(cluster_id))
@@ -729,8 +847,12 @@ async fn upload_logs(
         .map_err(|e| ApiError::internal(format!("storing the upload failed: {e}")))?;
     let now = SystemTime::now();
     if key.logs_type == "host" {
+        // `uploadHostLogs`: `SetUploadLogsAt`, then `UpdateLogsProgress`
+        // with `collecting`.
         if let Some(h) = key.host_id.and_then(|h| world.host_mut(h)) {
             h.logs_collected_at = Some(now);
+            h.logs_info = "collecting";
+            h.updated_at = now;
         }
     }
     let uploads = world.bundles.get(&key).map_or(0, |m| m.uploads) + 1;
@@ -770,12 +892,7 @@ fn role_and_name(host: &Host) -> (&'static str, String) {
     } else {
         host.role.as_str()
     };
-    let name = if host.requested_hostname.is_empty() {
-        host.id.to_string()
-    } else {
-        host.requested_hostname.clone()
-    };
-    (role, sanitize_name(&name))
+    (role, sanitize_name(&host.hostname_for_msg()))
 }
 
 /// `<cluster>_<role>_<hostname>`, as upstream names a host's logs.
@@ -882,8 +999,11 @@ fn plan_download(
             ))
         }
         // No logs_type (or `all`): the whole cluster, whatever host_id says.
+        // `PrepareClusterLogFile` first writes `cluster/metadata.json` and
+        // `cluster/events.json` under the cluster's logs prefix, so the tar
+        // is never empty; members come in the storage's listing order.
         _ => {
-            let mut members = Vec::new();
+            let mut members: Vec<(String, String, store::TarMember)> = Vec::new();
             for host in world
                 .hosts
                 .iter()
@@ -891,11 +1011,26 @@ fn plan_download(
             {
                 if let Some(inner) = host_tar_members(st, world, cluster, host) {
                     members.push((
+                        format!("{}/logs.tar.gz", host.id),
                         format!("{}.tar", host_logs_base(cluster, host)),
                         store::TarMember::Tar(inner),
                     ));
                 }
             }
+            let mut metadata = world.cluster_json(cluster, st.mode, true);
+            metadata["pull_secret"] = serde_json::json!("SECRET");
+            members.push((
+                "cluster/metadata.json".to_owned(),
+                "cluster_metadata.json".to_owned(),
+                store::TarMember::Bytes(wire::go_encode(&metadata, true).into_bytes()),
+            ));
+            members.push((
+                "cluster/events.json".to_owned(),
+                "cluster_events.json".to_owned(),
+                store::TarMember::Bytes(
+                    wire::go_encode(&progress_events(world, cluster_id), true).into_bytes(),
+                ),
+            ));
             let controller = BundleKey {
                 cluster_id,
                 host_id: None,
@@ -903,42 +1038,95 @@ fn plan_download(
             };
             if world.bundles.contains_key(&controller) {
                 members.push((
+                    "controller/logs.tar.gz".to_owned(),
                     "controller_logs.tar.gz".to_owned(),
                     store::TarMember::File(store::bundle_path(&st.data_dir, &controller)),
                 ));
             }
-            if members.is_empty() {
-                return Err(ApiError::not_found("No log files were found"));
-            }
+            members.sort_by(|a, b| a.0.cmp(&b.0));
             Ok(Download::Tar(
-                members,
+                members.into_iter().map(|(_, name, m)| (name, m)).collect(),
                 format!("{}_{cluster_id}.tar", sanitize_name(&cluster.name)),
             ))
         }
     }
 }
 
+/// The cluster's `host_install_progress_updated` events, one per stage in
+/// each host's history ("Host: {host_name}, {event}",
+/// `internal/common/events/events.go`).
+fn progress_events(world: &World, cluster_id: Uuid) -> serde_json::Value {
+    let mut events: Vec<(std::time::SystemTime, serde_json::Value)> = Vec::new();
+    for host in world
+        .hosts
+        .iter()
+        .filter(|h| h.cluster_id == Some(cluster_id))
+    {
+        for entry in &host.history {
+            let event = if entry.progress_info.is_empty() {
+                format!("reached installation stage {}", entry.stage)
+            } else {
+                format!(
+                    "reached installation stage {}: {}",
+                    entry.stage, entry.progress_info
+                )
+            };
+            events.push((
+                entry.at,
+                serde_json::json!({
+                    "category": "user",
+                    "cluster_id": cluster_id,
+                    "event_time": wire::date_time(Some(entry.at)),
+                    "host_id": host.id,
+                    "infra_env_id": host.infra_env_id,
+                    "message": format!("Host: {}, {event}", host.hostname_for_msg()),
+                    "name": "host_install_progress_updated",
+                    "severity": "info",
+                }),
+            ));
+        }
+    }
+    events.sort_by_key(|(at, _)| *at);
+    serde_json::Value::Array(events.into_iter().map(|(_, e)| e).collect())
+}
+
+/// `V2DownloadClusterLogs` produces `application/octet-stream`: its error
+/// responders' bodies (the `error` and `infra_error` models) are written by
+/// that producer, as `application/octet-stream`, unless the client asks
+/// for JSON. go-openapi's own errors (validation, no credentials) stay JSON.
 async fn download_logs(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(cluster_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let q = parse_query(raw.as_deref())?;
+    let octet = wire::prefers_octet_stream(&headers);
+    download_logs_as(&st, &headers, &cluster_id, raw.as_deref())
+        .await
+        .map_err(|e| if octet { e.octet_stream() } else { e })
+}
+
+async fn download_logs_as(
+    st: &Shared,
+    headers: &HeaderMap,
+    cluster_id: &str,
+    raw: Option<&str>,
+) -> Result<Response, ApiError> {
+    let q = parse_query(raw)?;
     let plan = {
         let world = st.world.lock().unwrap();
         authorize(
-            &st,
+            st,
             &world,
             &[Scheme::User, Scheme::Url],
-            &headers,
+            headers,
             &q,
-            Scope::cluster(&cluster_id),
+            Scope::cluster(cluster_id),
         )?;
-        let cluster_id = parse_uuid("cluster_id", "path", &cluster_id)?;
+        let cluster_id = parse_uuid("cluster_id", "path", cluster_id)?;
         let host_id = query_uuid(&q, "host_id")?;
-        let logs_type = download_logs_type_param(&q, &st)?;
-        plan_download(&st, &world, cluster_id, host_id, logs_type.as_deref())?
+        let logs_type = download_logs_type_param(&q, st)?;
+        plan_download(st, &world, cluster_id, host_id, logs_type.as_deref())?
     };
     match plan {
         Download::Stored(key, filename) => {
@@ -1049,6 +1237,10 @@ mod tests {
                 id: c,
                 name: "c".into(),
                 openshift_version: String::new(),
+                high_availability_mode: None,
+                control_plane_count: None,
+                base_dns_domain: None,
+                created_at: None,
             }],
             infra_envs: vec![InfraEnv {
                 id: e,
@@ -1062,13 +1254,29 @@ mod tests {
 
     #[test]
     fn infra_env_tokens_authenticate_while_their_infra_env_exists() {
-        let (world, _, _, _) = world();
+        let (world, c, _, _) = world();
         assert!(agent_auth_enabled(&world));
-        assert!(agent_key_valid(&world, Some("ie-token")));
+        assert!(check_agent_token(&world, "ie-token").is_ok());
         // Minted for the cluster: its claim names no infra-env.
-        assert!(!agent_key_valid(&world, Some("cluster-minted")));
-        assert!(!agent_key_valid(&world, Some("other")));
-        assert!(!agent_key_valid(&world, None));
+        let text = |e: ApiError| match e {
+            ApiError::Infra(status, message) => (status.as_u16(), message),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            text(check_agent_token(&world, "cluster-minted").unwrap_err()),
+            (401, format!("infraEnv {c} does not exist"))
+        );
+        assert_eq!(
+            text(check_agent_token(&world, "other").unwrap_err()),
+            (
+                401,
+                "Failed to parse token: token contains an invalid number of segments\n".into()
+            )
+        );
+        assert_eq!(
+            text(check_agent_token(&world, "a.b.c").unwrap_err()).1,
+            "Failed to parse token: crypto/ecdsa: verification error\n"
+        );
     }
 
     #[test]

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case")]
 pub enum Endpoint {
     ListHosts,
+    /// `GET /v2/clusters/{id}`, which agents may read.
+    GetCluster,
     UpdateProgress,
     UploadLogs,
     DownloadLogs,
@@ -27,6 +29,7 @@ impl Endpoint {
         let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
         match (method.as_str(), segs.as_slice()) {
             ("GET", ["v2", "infra-envs" | "clusters", _, "hosts"]) => Some(Endpoint::ListHosts),
+            ("GET", ["v2", "clusters", _]) => Some(Endpoint::GetCluster),
             ("PUT", ["v2", "infra-envs", _, "hosts", _, "progress"]) => {
                 Some(Endpoint::UpdateProgress)
             }
@@ -162,6 +165,7 @@ mod tests {
             c(Method::GET, "/v2/clusters/x/logs"),
             Some(Endpoint::DownloadLogs)
         );
+        assert_eq!(c(Method::GET, "/v2/clusters/x"), Some(Endpoint::GetCluster));
         assert_eq!(c(Method::GET, "/v2/infra-envs/x/hosts/y"), None);
     }
 

@@ -13,6 +13,7 @@ mod admin;
 mod api;
 mod browse;
 mod error;
+mod facts;
 mod faults;
 mod mcs;
 mod model;
@@ -25,6 +26,7 @@ mod server;
 mod state;
 mod store;
 mod timeline;
+mod wire;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

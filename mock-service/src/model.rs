@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::rfc3339::{fmt_time, ser_time};
+use crate::rfc3339::ser_time;
 use crate::store::{BundleKey, BundleMeta};
 
 /// Base path of the public API; hrefs in host objects are built from it.
@@ -375,6 +375,29 @@ pub struct Cluster {
     pub name: String,
     #[serde(default)]
     pub openshift_version: String,
+    /// `Full` or `None` (single node). Absent: derived from
+    /// `control_plane_count`, or from the hosts (`single_node`), as upstream
+    /// `GetDefaultHighAvailabilityAndMasterCountParams` defaults it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_availability_mode: Option<String>,
+    /// 1 (single node) to 5; upstream's single-node test is `== 1`
+    /// (`common.IsSingleNodeCluster`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane_count: Option<i64>,
+    /// Default `example.com`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_dns_domain: Option<String>,
+    /// When the seed created it (not part of a seed document).
+    #[serde(skip)]
+    pub created_at: Option<SystemTime>,
+}
+
+impl Cluster {
+    /// Upstream `common.IsSingleNodeCluster`, once the seed has resolved
+    /// the topology.
+    pub fn is_single_node(&self) -> bool {
+        self.control_plane_count == Some(1)
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -437,8 +460,22 @@ pub struct Host {
     /// Upstream `logs_collected_at`, set by a `host` logs upload; a `host`
     /// download answers 409 while it is unset.
     pub logs_collected_at: Option<SystemTime>,
+    /// Upstream `logs_info`: `collecting` once a `host` upload arrived
+    /// (`uploadHostLogs` calls `UpdateLogsProgress`), empty before.
+    pub logs_info: &'static str,
     pub created_at: SystemTime,
     pub updated_at: SystemTime,
+    /// When the discovery agent registered, last checked in, and when the
+    /// status last changed (`status_updated_at`).
+    pub registered_at: SystemTime,
+    pub checked_in_at: SystemTime,
+    pub status_updated_at: SystemTime,
+    /// Address, peers and names the stored JSON strings are made from
+    /// (`facts::place`).
+    pub placement: crate::facts::Placement,
+    /// The inventory and the other stored JSON strings, rendered on first
+    /// use (`Host::facts`).
+    pub facts: std::sync::OnceLock<crate::facts::HostFacts>,
     pub history: Vec<HistoryEntry>,
 }
 
@@ -484,7 +521,11 @@ impl Host {
     /// Upstream `GetStagesByRole` with the real single-node flag: the list
     /// progress updates are checked against.
     pub fn stages(&self, mode: Mode) -> Vec<Stage> {
-        let mut stages = stages_for(self.role, self.bootstrap, self.single_node, mode);
+        self.stages_as(self.single_node, mode)
+    }
+
+    fn stages_as(&self, single_node: bool, mode: Mode) -> Vec<Stage> {
+        let mut stages = stages_for(self.role, self.bootstrap, single_node, mode);
         // Day-2 hosts (without kube-api): Rebooting is the last stage the
         // service can follow.
         if self.kind == HostKind::AddToExistingClusterHost {
@@ -502,11 +543,7 @@ impl Host {
     pub fn listed_stages(&self, mode: Mode) -> Vec<Stage> {
         match mode {
             Mode::Enhanced => self.stages(mode),
-            Mode::Upstream => Host {
-                single_node: false,
-                ..self.clone()
-            }
-            .stages(mode),
+            Mode::Upstream => self.stages_as(false, mode),
         }
     }
 
@@ -547,7 +584,7 @@ impl Host {
         }
         if stage == Stage::Failed {
             // Upstream keeps the last progress: only the status changes.
-            "error".clone_into(&mut self.status);
+            self.set_status("error", now);
             self.status_info = if info.is_empty() {
                 "Failed".to_owned()
             } else {
@@ -594,6 +631,40 @@ impl Host {
         Ok(ProgressOutcome::StageChanged)
     }
 
+    /// A progress PUT whose `current_stage` is missing or empty: the
+    /// swagger does not require it and its enum check skips the zero
+    /// value, so it reaches `UpdateInstallProgress` as the stage "". That
+    /// is no change for a host without a stage (only `progress_info` is
+    /// taken), and otherwise a stage missing from every role's list: 409.
+    pub fn update_progress_without_stage(
+        &mut self,
+        info: &str,
+        now: SystemTime,
+    ) -> Result<ProgressOutcome, ProgressError> {
+        if self.current_stage.is_none() {
+            if self.progress_info == info {
+                return Ok(ProgressOutcome::Unchanged);
+            }
+            info.clone_into(&mut self.progress_info);
+            self.stage_updated_at = Some(now);
+            self.updated_at = now;
+            return Ok(ProgressOutcome::InfoUpdated);
+        }
+        if !STAGE_CHANGE_STATUSES.contains(&self.status.as_str()) {
+            return Err(ProgressError::Conflict(format!(
+                "Can't set progress <> to host in status <{}>",
+                self.status
+            )));
+        }
+        // `internal/host/host.go` `UpdateInstallProgress`: "Stages %s isn't
+        // available for host role %s bootstrap %s" with the empty stage.
+        Err(ProgressError::Conflict(format!(
+            "Stages  isn't available for host role {} bootstrap {}",
+            self.role.as_str(),
+            self.bootstrap
+        )))
+    }
+
     /// The `HostProgressChanged` transitions: Done installs the host (a day-2
     /// host is added to its cluster); any other change, and Done from
     /// `installing-pending-user-action`, means installing-in-progress.
@@ -631,9 +702,18 @@ impl Host {
             Stage::Done => ("installed", "Done".to_owned()),
             other => ("installing-in-progress", other.as_str().to_owned()),
         };
-        self.status = status.unwrap_or(derived_status).to_owned();
+        self.set_status(status.unwrap_or(derived_status), now);
         self.status_info = derived_info;
         self.push_history(stage, now);
+    }
+
+    /// Upstream `UpdateHostStatus` moves `status_updated_at` only when the
+    /// status really changes.
+    fn set_status(&mut self, status: &str, now: SystemTime) {
+        if self.status != status {
+            status.clone_into(&mut self.status);
+            self.status_updated_at = now;
+        }
     }
 
     fn push_history(&mut self, stage: Stage, now: SystemTime) {
@@ -666,11 +746,11 @@ impl Host {
         self.updated_at = now;
         self.stage_timed_out = true;
         if stage == Stage::Rebooting {
-            "installing-pending-user-action".clone_into(&mut self.status);
+            self.set_status("installing-pending-user-action", now);
             REBOOT_TIMEOUT_INFO.clone_into(&mut self.status_info);
             Some(Timeout::PendingUserAction)
         } else {
-            "error".clone_into(&mut self.status);
+            self.set_status("error", now);
             self.status_info = format!(
                 "Host failed to install because its installation stage {stage} took longer than expected {}",
                 go_duration(stage_timeout(stage, false))
@@ -703,58 +783,178 @@ impl Host {
         )
     }
 
-    /// The host as the swagger `host` definition serialises it. Optional
-    /// fields are omitted when unset, as go-swagger's `omitempty` does, so a
-    /// generated client never meets a null it does not expect.
-    /// `progress_stages` has no `omitempty` upstream: `None` (what the
-    /// cluster host list sends, it never fills the field) is `null`.
-    pub fn to_api_json(&self, mode: Mode, progress_stages: Option<&[Stage]>) -> Value {
+    /// The stored JSON strings (inventory, validations, …), rendered once.
+    pub fn facts(&self) -> &crate::facts::HostFacts {
+        self.facts.get_or_init(|| crate::facts::render(self))
+    }
+
+    /// Upstream `hostutil.GetHostnameForMsg`: the requested hostname, else
+    /// the inventory's, else the id.
+    pub fn hostname_for_msg(&self) -> String {
+        if !self.requested_hostname.is_empty() {
+            return self.requested_hostname.clone();
+        }
+        if !self.placement.hostname.is_empty() {
+            return self.placement.hostname.clone();
+        }
+        self.id.to_string()
+    }
+
+    /// Whether the installation started for this host: only then does it
+    /// carry `installer_version` (set by the install step).
+    fn install_started(&self) -> bool {
+        self.current_stage.is_some()
+            || matches!(
+                self.status.as_str(),
+                "installing"
+                    | "installing-in-progress"
+                    | "installing-pending-user-action"
+                    | "installed"
+                    | "error"
+                    | "added-to-existing-cluster"
+                    | "cancelled"
+            )
+    }
+
+    /// The host as upstream's `models.Host` marshals it (`models/host.go`):
+    /// an `omitempty` string, bool or number is absent when empty, false or
+    /// zero (so `bootstrap` only when true, `progress.stage_timed_out` only
+    /// when true, `installation_percentage` not at 0); `strfmt.DateTime`
+    /// and `time.Time` fields are structs, which `omitempty` never drops
+    /// (zero time when unset); `deleted_at` (`gorm.DeletedAt`) is null.
+    /// Keys in `models.Host` field order, which is alphabetical.
+    pub fn to_api_json(&self, mode: Mode, view: &HostView<'_>) -> Value {
+        use crate::wire::{date_time, go_time, ZERO_DATE_TIME};
         let mut progress = serde_json::Map::new();
-        progress.insert(
-            "installation_percentage".into(),
-            json!(self.installation_percentage(mode)),
-        );
         if let Some(stage) = self.current_stage {
             progress.insert("current_stage".into(), json!(stage.as_str()));
         }
-        progress.insert("progress_info".into(), json!(self.progress_info));
-        if let Some(t) = self.stage_started_at {
-            progress.insert("stage_started_at".into(), json!(fmt_time(t)));
+        let percentage = self.installation_percentage(mode);
+        if percentage != 0 {
+            progress.insert("installation_percentage".into(), json!(percentage));
         }
-        if let Some(t) = self.stage_updated_at {
-            progress.insert("stage_updated_at".into(), json!(fmt_time(t)));
+        if !self.progress_info.is_empty() {
+            progress.insert("progress_info".into(), json!(self.progress_info));
         }
-        progress.insert("stage_timed_out".into(), json!(self.stage_timed_out));
+        progress.insert(
+            "stage_started_at".into(),
+            json!(date_time(self.stage_started_at)),
+        );
+        if self.stage_timed_out {
+            progress.insert("stage_timed_out".into(), json!(true));
+        }
+        progress.insert(
+            "stage_updated_at".into(),
+            json!(date_time(self.stage_updated_at)),
+        );
 
+        let f = self.facts();
         let mut host = serde_json::Map::new();
-        host.insert("kind".into(), json!(self.kind.as_str()));
-        host.insert("id".into(), json!(self.id));
-        host.insert("href".into(), json!(self.href()));
+        let mut text = |key: &str, value: &str| {
+            if !value.is_empty() {
+                host.insert(key.to_owned(), json!(value));
+            }
+        };
+        text("api_vip_connectivity", &f.api_vip_connectivity);
+        if view.connectivity {
+            text("connectivity", &f.connectivity);
+        }
+        text("discovery_agent_version", crate::facts::AGENT_IMAGE);
+        text("disks_info", &f.disks_info);
+        text("domain_name_resolutions", &f.domain_name_resolutions);
+        text("images_status", &f.images_status);
+        text("installation_disk_id", &f.installation_disk_id);
+        text("installation_disk_path", &f.installation_disk_path);
+        if self.install_started() {
+            text("installer_version", crate::facts::INSTALLER_IMAGE);
+        }
+        if view.inventory {
+            text("inventory", &f.inventory);
+        }
+        text("logs_info", self.logs_info);
+        text("ntp_sources", &f.ntp_sources);
+        if view.customized {
+            text("requested_hostname", &self.hostname_for_msg());
+        } else {
+            text("requested_hostname", &self.requested_hostname);
+        }
+        text("role", self.role.as_str());
+        text("suggested_role", self.role.as_str());
+        text("validations_info", &f.validations_info);
+        if self.bootstrap {
+            host.insert("bootstrap".into(), json!(true));
+        }
+        host.insert(
+            "checked_in_at".into(),
+            json!(date_time(Some(self.checked_in_at))),
+        );
         if let Some(c) = self.cluster_id {
             host.insert("cluster_id".into(), json!(c));
         }
+        host.insert("created_at".into(), json!(go_time(self.created_at)));
+        host.insert("deleted_at".into(), Value::Null);
+        host.insert("href".into(), json!(self.href()));
+        host.insert("id".into(), json!(self.id));
         host.insert("infra_env_id".into(), json!(self.infra_env_id));
+        host.insert("kind".into(), json!(self.kind.as_str()));
+        host.insert(
+            "logs_collected_at".into(),
+            json!(date_time(self.logs_collected_at)),
+        );
+        host.insert("logs_started_at".into(), json!(ZERO_DATE_TIME));
+        host.insert("media_status".into(), json!("connected"));
+        host.insert("progress".into(), Value::Object(progress));
+        // No `omitempty` upstream: null where the handler leaves it unset.
+        let stages: Option<Vec<&str>> = view
+            .progress_stages
+            .map(|l| l.iter().map(|s| s.as_str()).collect());
+        host.insert("progress_stages".into(), json!(stages));
+        host.insert(
+            "registered_at".into(),
+            json!(date_time(Some(self.registered_at))),
+        );
+        // Host-level stage times: upstream only ever resets them.
+        host.insert("stage_started_at".into(), json!(ZERO_DATE_TIME));
+        host.insert("stage_updated_at".into(), json!(ZERO_DATE_TIME));
         host.insert("status".into(), json!(self.status));
         host.insert("status_info".into(), json!(self.status_info));
-        host.insert("role".into(), json!(self.role.as_str()));
-        host.insert("bootstrap".into(), json!(self.bootstrap));
-        host.insert("requested_hostname".into(), json!(self.requested_hostname));
-        host.insert("progress".into(), Value::Object(progress));
-        let stages: Option<Vec<&str>> =
-            progress_stages.map(|l| l.iter().map(|s| s.as_str()).collect());
-        host.insert("progress_stages".into(), json!(stages));
-        if let Some(t) = self.logs_collected_at {
-            host.insert("logs_collected_at".into(), json!(fmt_time(t)));
+        host.insert(
+            "status_updated_at".into(),
+            json!(date_time(Some(self.status_updated_at))),
+        );
+        if self.placement.timestamp != 0 {
+            host.insert("timestamp".into(), json!(self.placement.timestamp));
         }
-        if let Some(t) = self.stage_started_at {
-            host.insert("stage_started_at".into(), json!(fmt_time(t)));
-        }
-        if let Some(t) = self.stage_updated_at {
-            host.insert("stage_updated_at".into(), json!(fmt_time(t)));
-        }
-        host.insert("created_at".into(), json!(fmt_time(self.created_at)));
-        host.insert("updated_at".into(), json!(fmt_time(self.updated_at)));
+        host.insert("updated_at".into(), json!(go_time(self.updated_at)));
         Value::Object(host)
+    }
+}
+
+/// What a handler does to the hosts it returns before marshalling them.
+#[derive(Clone, Copy, Debug)]
+pub struct HostView<'a> {
+    /// `customizeHost` fills `progress_stages`; `ListClusterHosts` does not
+    /// (null).
+    pub progress_stages: Option<&'a [Stage]>,
+    /// `ListClusterHosts` clears the inventory unless `with-inventory`.
+    pub inventory: bool,
+    /// ... and the connectivity report unless `with-connectivity`.
+    pub connectivity: bool,
+    /// `customizeHost` also sets `requested_hostname` to
+    /// `GetHostnameForMsg`.
+    pub customized: bool,
+}
+
+impl<'a> HostView<'a> {
+    /// `V2ListHosts`, `V2GetHost`, the hosts of `V2GetCluster`: customized,
+    /// everything but `free_addresses`.
+    pub fn customized(progress_stages: &'a [Stage]) -> Self {
+        HostView {
+            progress_stages: Some(progress_stages),
+            inventory: true,
+            connectivity: true,
+            customized: true,
+        }
     }
 }
 
@@ -816,6 +1016,330 @@ impl World {
         self.hosts.iter_mut().find(|h| h.id == id)
     }
 
+    /// The cluster's status as the cluster monitor would derive it from its
+    /// hosts (`internal/cluster/common.go` status infos): a day-2 cluster
+    /// is adding hosts; hosts in error or waiting for the user show on the
+    /// cluster; all hosts installed is an installed cluster.
+    fn cluster_status(hosts: &[&Host], day2: bool) -> (&'static str, &'static str) {
+        if day2 {
+            return (
+                "adding-hosts",
+                "cluster is adding hosts to existing OCP cluster",
+            );
+        }
+        if hosts.iter().any(|h| h.status == "error") {
+            return ("error", "cluster has hosts in error");
+        }
+        if hosts
+            .iter()
+            .any(|h| h.status == "installing-pending-user-action")
+        {
+            return (
+                "installing-pending-user-action",
+                "Cluster has hosts pending user action",
+            );
+        }
+        if !hosts.is_empty() && hosts.iter().all(|h| h.status == "installed") {
+            return ("installed", "Cluster is installed");
+        }
+        ("installing", "Installation in progress")
+    }
+
+    /// `V2GetCluster`: upstream `models.Cluster` (`models/cluster.go`) with
+    /// its `omitempty` rules, for an on-premise cluster installing on
+    /// bare metal (single node: platform `none`, user-managed networking).
+    /// `with_hosts` false is `exclude-hosts=true`: no hosts loaded, so
+    /// `hosts` is null and the host counts (computed by `AfterFind` from
+    /// the loaded hosts) are zero, hence absent.
+    pub fn cluster_json(&self, cluster: &Cluster, mode: Mode, with_hosts: bool) -> Value {
+        use crate::facts;
+        use crate::wire::{date_time, go_encode, go_time, ZERO_DATE_TIME, ZERO_TIME};
+        let id = cluster.id;
+        let hosts: Vec<&Host> = self
+            .hosts
+            .iter()
+            .filter(|h| h.cluster_id == Some(id))
+            .collect();
+        let single = cluster.is_single_node();
+        let day2 = !hosts.is_empty()
+            && hosts
+                .iter()
+                .all(|h| h.kind == HostKind::AddToExistingClusterHost);
+        let subnet = facts::subnet_of(
+            self.clusters.iter().position(|c| c.id == id).unwrap_or(0),
+            true,
+        );
+        let cidr = facts::machine_cidr(subnet);
+        let created = cluster.created_at.unwrap_or(SystemTime::UNIX_EPOCH);
+        let (status, status_info) = World::cluster_status(&hosts, day2);
+        let mut ids: Vec<String> = hosts.iter().map(|h| h.id.to_string()).collect();
+        ids.sort();
+        let vips = |ip: std::net::Ipv4Addr| {
+            if single || day2 {
+                json!([])
+            } else {
+                json!([{"cluster_id": id, "ip": ip.to_string(), "verification": "succeeded"}])
+            }
+        };
+        let controller_logs = self.bundles.get(&BundleKey {
+            cluster_id: id,
+            host_id: None,
+            logs_type: "controller".to_owned(),
+        });
+        // `UpdateInstallProgress` of the cluster: position of every host in
+        // its list, weighted 0.7, after the preparing stage's 10 %.
+        let (done, total) = hosts.iter().fold((0_usize, 0_usize), |(d, t), h| {
+            let stages = stages_for(h.role, h.bootstrap, single, mode);
+            let index = h
+                .current_stage
+                .and_then(|s| stages.iter().position(|x| *x == s))
+                .map_or(0, |i| i + 1);
+            (d + index, t + stages.len())
+        });
+        let installing = (done * 100).checked_div(total).unwrap_or(0);
+        let installing = i64::try_from(installing).unwrap_or(100);
+        let mut progress = serde_json::Map::new();
+        progress.insert("finalizing_stage_started_at".into(), json!(ZERO_DATE_TIME));
+        if !day2 {
+            if installing != 0 {
+                progress.insert("installing_stage_percentage".into(), json!(installing));
+            }
+            progress.insert(
+                "preparing_for_installation_stage_percentage".into(),
+                json!(100),
+            );
+            let total = if status == "installed" {
+                100
+            } else {
+                installing * 7 / 10 + 10
+            };
+            progress.insert("total_percentage".into(), json!(total));
+        }
+        let workers = hosts.iter().filter(|h| h.role == Role::Worker).count();
+        let mut features = json!({
+            "Hyperthreading": {"data": {"hyperthreading_enabled": "all"}, "id": "HYPERTHREADING", "name": "Hyperthreading"}
+        });
+        if single {
+            features["SNO"] = json!({"id": "SNO", "name": "SNO"});
+        }
+        let ok = |id: &str, message: &str| (id.to_owned(), message.to_owned());
+        let validations = facts::validations_text(&[
+            (
+                "configuration",
+                vec![ok("pull-secret-set", "The pull secret is set.")],
+            ),
+            (
+                "hosts-data",
+                vec![ok(
+                    "all-hosts-are-ready-to-install",
+                    "All hosts in the cluster are ready to install.",
+                )],
+            ),
+            (
+                "network",
+                vec![
+                    ok(
+                        "cluster-cidr-defined",
+                        "The Cluster Network CIDR is defined.",
+                    ),
+                    ok("dns-domain-defined", "The base domain is defined."),
+                    ok(
+                        "machine-cidr-defined",
+                        "The Machine Network CIDR is defined.",
+                    ),
+                    ok(
+                        "network-prefix-valid",
+                        "The Cluster Network prefix is valid.",
+                    ),
+                    ok("network-type-valid", "The cluster has a valid network type"),
+                    ok(
+                        "networks-same-address-families",
+                        "Same address families for all networks.",
+                    ),
+                    ok("no-cidrs-overlapping", "No CIDRS are overlapping."),
+                    ok("ntp-server-configured", "No ntp problems found"),
+                    ok(
+                        "service-cidr-defined",
+                        "The Service Network CIDR is defined.",
+                    ),
+                ],
+            ),
+            (
+                "operators",
+                ["lso", "odf", "cnv", "lvm", "mce"]
+                    .iter()
+                    .map(|n| {
+                        ok(
+                            &format!("{n}-requirements-satisfied"),
+                            &format!("{n} is disabled"),
+                        )
+                    })
+                    .collect(),
+            ),
+        ]);
+        let operator = |name: &str| {
+            json!({"bundles": null, "cluster_id": id, "name": name, "operator_type": "builtin",
+                   "source_bundles": null, "status_updated_at": ZERO_DATE_TIME, "timeout_seconds": 3600})
+        };
+        let mut c = serde_json::Map::new();
+        let mut put = |key: &str, value: Value| {
+            c.insert(key.to_owned(), value);
+        };
+        put("api_vips", vips(facts::api_vip(subnet)));
+        put(
+            "base_dns_domain",
+            json!(cluster
+                .base_dns_domain
+                .as_deref()
+                .unwrap_or(facts::DEFAULT_BASE_DOMAIN)),
+        );
+        put("cluster_network_cidr", json!("10.128.0.0/14"));
+        put("cluster_network_host_prefix", json!(23));
+        put(
+            "cluster_networks",
+            json!([{"cidr": "10.128.0.0/14", "cluster_id": id, "host_prefix": 23}]),
+        );
+        if !hosts.is_empty() {
+            put(
+                "connectivity_majority_groups",
+                json!(go_encode(
+                    &json!({cidr.clone(): ids, "IPv4": ids, "IPv6": []}),
+                    true
+                )),
+            );
+        }
+        if let Some(count) = cluster.control_plane_count {
+            put("control_plane_count", json!(count));
+        }
+        put(
+            "controller_logs_collected_at",
+            json!(date_time(controller_logs.map(|m| m.uploaded_at))),
+        );
+        put("controller_logs_started_at", json!(ZERO_DATE_TIME));
+        put("cpu_architecture", json!("x86_64"));
+        put("created_at", json!(go_time(created)));
+        put("deleted_at", Value::Null);
+        put(
+            "disk_encryption",
+            json!({"enable_on": "none", "mode": "tpmv2"}),
+        );
+        put("feature_usage", json!(go_encode(&features, true)));
+        if let Some(mode) = &cluster.high_availability_mode {
+            put("high_availability_mode", json!(mode));
+        }
+        let listed: Vec<&Host> = if with_hosts {
+            hosts.clone()
+        } else {
+            Vec::new()
+        };
+        put(
+            "host_networks",
+            if listed.is_empty() {
+                json!([])
+            } else {
+                json!([{"cidr": cidr, "host_ids": ids}])
+            },
+        );
+        put(
+            "hosts",
+            if with_hosts {
+                Value::Array(
+                    hosts
+                        .iter()
+                        .map(|h| h.to_api_json(mode, &HostView::customized(&h.stages(mode))))
+                        .collect(),
+                )
+            } else {
+                Value::Null
+            },
+        );
+        if !listed.is_empty() {
+            put("enabled_host_count", json!(listed.len()));
+            put("total_host_count", json!(listed.len()));
+            let ready = listed.iter().filter(|h| h.status == "known").count();
+            if ready != 0 {
+                put("ready_host_count", json!(ready));
+            }
+        }
+        put("href", json!(format!("{API_BASE}/v2/clusters/{id}")));
+        put("hyperthreading", json!("all"));
+        put("id", json!(id));
+        put(
+            "image_info",
+            json!({"created_at": ZERO_TIME, "expires_at": ZERO_DATE_TIME}),
+        );
+        put("imported", json!(false));
+        put("ingress_vips", vips(facts::ingress_vip(subnet)));
+        put("install_completed_at", json!(ZERO_DATE_TIME));
+        put(
+            "install_started_at",
+            json!(date_time((!day2).then_some(created))),
+        );
+        put(
+            "kind",
+            json!(if day2 { "AddHostsCluster" } else { "Cluster" }),
+        );
+        put(
+            "last-installation-preparation",
+            if day2 {
+                json!({})
+            } else {
+                json!({"status": "success"})
+            },
+        );
+        put("load_balancer", json!({"type": "cluster-managed"}));
+        if controller_logs.is_some() {
+            put("logs_info", json!("collecting"));
+        }
+        put("machine_network_cidr", json!(cidr));
+        put(
+            "machine_networks",
+            json!([{"cidr": cidr, "cluster_id": id}]),
+        );
+        put(
+            "monitored_operators",
+            json!([operator("console"), operator("cvo")]),
+        );
+        put("name", json!(cluster.name));
+        put("network_type", json!("OVNKubernetes"));
+        if !cluster.openshift_version.is_empty() {
+            let release = if cluster.openshift_version.matches('.').count() < 2 {
+                format!("{}.0", cluster.openshift_version)
+            } else {
+                cluster.openshift_version.clone()
+            };
+            put(
+                "ocp_release_image",
+                json!(format!(
+                    "quay.io/openshift-release-dev/ocp-release:{release}-x86_64"
+                )),
+            );
+            put("openshift_version", json!(cluster.openshift_version));
+        }
+        put("operator_bundles", json!([]));
+        put(
+            "platform",
+            json!({"type": if single { "none" } else { "baremetal" }}),
+        );
+        put("progress", Value::Object(progress));
+        put("pull_secret_set", json!(true));
+        put("schedulable_masters", json!(false));
+        put("schedulable_masters_forced_true", json!(workers < 2));
+        put("service_network_cidr", json!("172.30.0.0/16"));
+        put(
+            "service_networks",
+            json!([{"cidr": "172.30.0.0/16", "cluster_id": id}]),
+        );
+        put("status", json!(status));
+        put("status_info", json!(status_info));
+        put("status_updated_at", json!(date_time(Some(created))));
+        put("updated_at", json!(go_time(created)));
+        put("user_managed_networking", json!(single));
+        put("validations_info", json!(validations));
+        put("vip_dhcp_allocation", json!(false));
+        Value::Object(c)
+    }
+
     pub fn bundles_of(&self, cluster_id: Uuid, host_id: Option<Uuid>) -> Vec<(&str, &BundleMeta)> {
         self.bundles
             .iter()
@@ -848,8 +1372,14 @@ mod tests {
             stage_updated_at: None,
             stage_timed_out: false,
             logs_collected_at: None,
+            logs_info: "",
             created_at: now,
             updated_at: now,
+            registered_at: now,
+            checked_in_at: now,
+            status_updated_at: now,
+            placement: crate::facts::Placement::default(),
+            facts: std::sync::OnceLock::new(),
             history: Vec::new(),
         }
     }
@@ -1184,14 +1714,82 @@ mod tests {
     }
 
     #[test]
-    fn host_json_has_swagger_fields() {
+    fn host_json_follows_upstream_omitempty() {
         let mut h = host(Role::Worker, false, "installing", None);
         h.cluster_id = None;
-        let v = h.to_api_json(Mode::Enhanced, Some(&h.stages(Mode::Enhanced)));
+        let stages = h.stages(Mode::Enhanced);
+        let v = h.to_api_json(Mode::Enhanced, &HostView::customized(&stages));
         assert_eq!(v["kind"], "Host");
         assert!(v.get("cluster_id").is_none());
-        assert!(v["progress"].get("current_stage").is_none());
+        // bool, string and number `omitempty` fields at their zero value.
+        assert!(v.get("bootstrap").is_none());
+        assert!(v.get("logs_info").is_none());
+        assert!(v.get("free_addresses").is_none());
+        let progress = v["progress"].as_object().unwrap();
+        for absent in [
+            "current_stage",
+            "installation_percentage",
+            "progress_info",
+            "stage_timed_out",
+        ] {
+            assert!(!progress.contains_key(absent), "{absent}: {v}");
+        }
+        // strfmt.DateTime is a struct: never omitted, zero when unset.
+        assert_eq!(progress["stage_started_at"], crate::wire::ZERO_DATE_TIME);
+        assert_eq!(v["logs_collected_at"], crate::wire::ZERO_DATE_TIME);
+        assert_eq!(v["deleted_at"], Value::Null);
         assert_eq!(v["progress_stages"].as_array().unwrap().len(), 11);
         assert!(v["created_at"].as_str().unwrap().ends_with('Z'));
+
+        h.bootstrap = true;
+        h.stage_timed_out = true;
+        let v = h.to_api_json(
+            Mode::Enhanced,
+            &HostView {
+                progress_stages: None,
+                inventory: false,
+                connectivity: false,
+                customized: false,
+            },
+        );
+        assert_eq!(v["bootstrap"], true);
+        assert_eq!(v["progress"]["stage_timed_out"], true);
+        assert_eq!(v["progress_stages"], Value::Null);
+    }
+
+    #[test]
+    fn an_empty_stage_is_a_conflict_once_the_host_has_a_stage() {
+        let now = SystemTime::now();
+        let mut h = host(
+            Role::Master,
+            true,
+            "installing-in-progress",
+            Some(Stage::Rebooting),
+        );
+        assert_eq!(
+            h.update_progress_without_stage("", now),
+            Err(ProgressError::Conflict(
+                "Stages  isn't available for host role master bootstrap true".into()
+            ))
+        );
+        h.status = "installed".into();
+        assert_eq!(
+            h.update_progress_without_stage("x", now),
+            Err(ProgressError::Conflict(
+                "Can't set progress <> to host in status <installed>".into()
+            ))
+        );
+        // No stage yet: the same "" stage, only the info is taken.
+        let mut fresh = host(Role::Worker, false, "installing", None);
+        assert_eq!(
+            fresh.update_progress_without_stage("", now),
+            Ok(ProgressOutcome::Unchanged)
+        );
+        assert_eq!(
+            fresh.update_progress_without_stage("note", now),
+            Ok(ProgressOutcome::InfoUpdated)
+        );
+        assert_eq!(fresh.progress_info, "note");
+        assert_eq!(fresh.current_stage, None);
     }
 }

@@ -100,6 +100,46 @@ pub fn is_known_status(s: &str) -> bool {
     HOST_STATUSES.contains(&s)
 }
 
+/// Fills in `high_availability_mode` and `control_plane_count` as upstream
+/// `common.GetDefaultHighAvailabilityAndMasterCountParams` defaults them
+/// (neither: `Full` and 3; `None` alone: 1; a count alone: `None` for 1),
+/// except that a cluster naming neither but holding a `single_node` host is
+/// single node. A host marked `single_node` in a multi-node cluster is a
+/// seed error.
+fn resolve_topology(c: &mut Cluster, single_node_hosts: bool) -> anyhow::Result<()> {
+    let single = match (c.high_availability_mode.as_deref(), c.control_plane_count) {
+        (None, None) => single_node_hosts,
+        (Some("None") | None, Some(1)) | (Some("None"), None) => true,
+        (None, Some(_)) | (Some("Full"), None) => false,
+        (Some("Full"), Some(n)) if n != 1 => false,
+        (Some(m), n) => bail!(
+            "seed: cluster {} has high_availability_mode {m:?} with control_plane_count {n:?}; \
+             use \"Full\" (2 to 5 control plane nodes) or \"None\" (1)",
+            c.id
+        ),
+    };
+    let (mode, count) = if single {
+        ("None", 1)
+    } else {
+        ("Full", c.control_plane_count.unwrap_or(3))
+    };
+    if !(1..=5).contains(&count) {
+        bail!(
+            "seed: cluster {} has control_plane_count {count}, not 1 to 5",
+            c.id
+        );
+    }
+    if single_node_hosts && count != 1 {
+        bail!(
+            "seed: cluster {} is not single node (high_availability_mode {mode}) but has a host with \"single_node\": true",
+            c.id
+        );
+    }
+    c.high_availability_mode = Some(mode.to_owned());
+    c.control_plane_count = Some(count);
+    Ok(())
+}
+
 impl Seed {
     pub fn from_file(path: impl AsRef<Path>) -> anyhow::Result<Seed> {
         let path = path.as_ref();
@@ -128,6 +168,15 @@ impl Seed {
             }
         }
         let cluster_ids: HashSet<Uuid> = self.clusters.iter().map(|c| c.id).collect();
+        let mut clusters = self.clusters;
+        for c in &mut clusters {
+            let single_node_hosts = self
+                .hosts
+                .iter()
+                .any(|h| h.cluster_id == Some(c.id) && h.single_node);
+            resolve_topology(c, single_node_hosts)?;
+            c.created_at = Some(now);
+        }
         for env in &self.infra_envs {
             if let Some(c) = env.cluster_id {
                 if !cluster_ids.contains(&c) {
@@ -139,7 +188,15 @@ impl Seed {
             }
         }
         let mut hosts = Vec::with_capacity(self.hosts.len());
-        for h in self.hosts {
+        for mut h in self.hosts {
+            // The cluster decides: upstream's single-node test reads its
+            // control plane count (`hostutil.IsSingleNode`).
+            if let Some(c) = h
+                .cluster_id
+                .and_then(|c| clusters.iter().find(|x| x.id == c))
+            {
+                h.single_node = c.is_single_node();
+            }
             let Some(env) = self.infra_envs.iter().find(|e| e.id == h.infra_env_id) else {
                 bail!(
                     "seed: host {} refers to infra_env {}, which is not in \"infra_envs\"",
@@ -194,8 +251,14 @@ impl Seed {
                 stage_updated_at: current_stage.map(|_| now),
                 stage_timed_out: false,
                 logs_collected_at: None,
+                logs_info: "",
                 created_at: now,
                 updated_at: now,
+                registered_at: now,
+                checked_in_at: now,
+                status_updated_at: now,
+                placement: crate::facts::Placement::default(),
+                facts: std::sync::OnceLock::new(),
                 history: Vec::new(),
             };
             // The seeded stage opens the history so the page shows where the
@@ -214,11 +277,16 @@ impl Seed {
                 bail!("seed: an agent_tokens entry has an empty token");
             }
         }
+        let infra_env_ids: Vec<Uuid> = self.infra_envs.iter().map(|e| e.id).collect();
+        let seeded_at = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
+        crate::facts::place(&mut hosts, &clusters, &infra_env_ids, seeded_at);
         Ok(World {
             agent_token: self.agent_token,
             agent_tokens: self.agent_tokens,
             user_token: self.user_token,
-            clusters: self.clusters,
+            clusters,
             infra_envs: self.infra_envs,
             hosts,
             bundles: std::collections::BTreeMap::new(),

@@ -125,6 +125,8 @@ impl Drop for TempUpload {
 /// A member of a tar the service assembles for a download.
 pub enum TarMember {
     File(PathBuf),
+    /// Content the service writes itself (`cluster/metadata.json`).
+    Bytes(Vec<u8>),
     /// A tar of its own (a host's logs inside the whole-cluster tar).
     Tar(Vec<(String, TarMember)>),
 }
@@ -139,6 +141,13 @@ pub fn write_tar(out: &Path, members: &[(String, TarMember)]) -> std::io::Result
             TarMember::File(path) => {
                 let mut f = std::fs::File::open(path)?;
                 builder.append_file(name, &mut f)?;
+            }
+            TarMember::Bytes(data) => {
+                let mut header = tar::Header::new_gnu();
+                header.set_size(data.len() as u64);
+                header.set_mode(0o644);
+                header.set_cksum();
+                builder.append_data(&mut header, name, data.as_slice())?;
             }
             TarMember::Tar(inner) => {
                 let nested = out.with_extension(format!("{i}.tar"));

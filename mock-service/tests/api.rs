@@ -181,7 +181,9 @@ async fn agent_token_on_single_host_get_is_401_user_token_is_200() {
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["code"], 401);
-    assert!(body["message"].as_str().unwrap().contains("not accepted"));
+    // userAuth is the route's only scheme: no credential it reads, so
+    // go-openapi's own answer.
+    assert_eq!(body["message"], "unauthenticated for invalid credentials");
 
     let r = env.client.get(&url).bearer_auth(USER).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
@@ -211,7 +213,8 @@ async fn list_hosts_with_agent_auth() {
     assert_eq!(master["kind"], "Host");
     assert_eq!(master["cluster_id"], CLUSTER);
     assert_eq!(master["role"], "master");
-    assert_eq!(master["bootstrap"], false);
+    // `omitempty` upstream: false is absent.
+    assert!(master.get("bootstrap").is_none(), "{master}");
     assert_eq!(master["status"], "installing-in-progress");
     assert_eq!(master["progress"]["current_stage"], "Rebooting");
     assert_eq!(master["progress"]["installation_percentage"], 50);

@@ -169,7 +169,9 @@ def test_agent_requests_conform_to_the_extended_definition(enhanced_run):
     uploads = [r for r in enhanced_run if r["method"] == "POST"]
     assert all(urllib.parse.parse_qs(r["query"])["logs_type"] == ["host_boot"] for r in uploads)
     assert all(r["form_fields"] == ["upfile"] for r in uploads)
-    assert all(r["auth"] == "agent" and r["status"] in (200, 204) for r in enhanced_run)
+    refused = [(r["method"], r["path"], r["auth"], r["status"]) for r in enhanced_run
+               if r["auth"] != "agent" or r["status"] not in (200, 204)]
+    assert refused == []
 
 
 def test_the_extensions_are_what_the_agent_needs(enhanced_run):
