@@ -360,16 +360,17 @@ impl Client {
         cluster_id: Uuid,
         deadline: Option<Instant>,
     ) -> Result<Cluster, ApiError> {
-        // The cluster object carries its hosts, inventories included: a
-        // few KiB each. A single node's is small; a larger answer is a
-        // decode error, and the host's files decide as before.
+        // Hosts excluded, the cluster object is a few KiB; a larger
+        // answer is a decode error, and the host's files decide as before.
         const MAX_CLUSTER_BYTES: usize = 4 << 20;
         let operation = "reading the cluster";
         let body = self
             .retry
             .run(deadline, |_| async {
-                let request =
-                    self.request(Method::GET, self.url(&format!("clusters/{cluster_id}")));
+                // Without its hosts: the topology is all the reporter reads.
+                let mut url = self.url(&format!("clusters/{cluster_id}"));
+                url.query_pairs_mut().append_pair("exclude-hosts", "true");
+                let request = self.request(Method::GET, url);
                 let response = self.send(operation, request).await?;
                 success_body(operation, response, MAX_CLUSTER_BYTES).await
             })

@@ -49,19 +49,19 @@ impl Host {
     }
 
     /// Whether this host bootstraps a single-node cluster, as far as its
-    /// own record tells: `Some(false)` when it is no bootstrap host; from
-    /// its stage list when the service sent one (upstream's
-    /// `FindMatchingStages`: a single node's bootstrap host gets
-    /// `SnoStages`, which wait for bootkube but never for a control plane;
-    /// `BootstrapStages` wait for both); `None` when only the cluster can
-    /// tell (the cluster's host list sends no stage list).
+    /// own record tells: `Some(false)` when it is no bootstrap host;
+    /// `Some(true)` when its stage list is `SnoStages` (upstream's
+    /// `FindMatchingStages`: waits for bootkube, never for a control plane).
+    /// Otherwise `None`, only the cluster can tell: today's upstream lists a
+    /// single node's bootstrap host with `BootstrapStages` in the
+    /// infra-env's host list, and the cluster's list sends no stage list.
     pub fn single_node_bootstrap(&self) -> Option<bool> {
         if !self.bootstrap {
             return Some(false);
         }
-        let stages = self.progress_stages.as_ref().filter(|s| !s.is_empty())?;
+        let stages = self.progress_stages.as_ref()?;
         let has = |stage: &str| stages.iter().any(|s| s == stage);
-        Some(has(WAITING_FOR_BOOTKUBE) && !has(WAITING_FOR_CONTROL_PLANE))
+        (has(WAITING_FOR_BOOTKUBE) && !has(WAITING_FOR_CONTROL_PLANE)).then_some(true)
     }
 }
 
