@@ -13,11 +13,18 @@
 //! can still be resumed, systemd still starts the reporter (it restarts a
 //! killed one), and once nothing can resume it only the marker and empty
 //! directories can be left.
+//!
+//! `systemctl disable` runs with a time limit and is killed with its process
+//! group at it ([`crate::child`]); a hung one costs the unit's disabling, not
+//! the agent's exit (without `host-id` the unit does not start again anyway).
+//! When the agent is stopped meanwhile, the cleanup stops there and leaves
+//! `host-id` and its marker: the next start finishes it, `disable` included.
 
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use crate::contract::files;
 use crate::ledger::{write_atomic, LEDGER_FILE};
@@ -32,6 +39,8 @@ pub struct CleanupPlan {
     pub state_dir: PathBuf,
     /// Sysroot given to `systemctl --root` when not `/`.
     pub root: PathBuf,
+    /// Longest `systemctl disable` may run before it is killed.
+    pub systemctl_timeout: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -39,6 +48,9 @@ pub struct CleanupReport {
     pub removed: Vec<PathBuf>,
     pub failures: Vec<String>,
     pub unit_disabled: bool,
+    /// The agent was stopped before the unit was disabled: the rest is left
+    /// to the next start.
+    pub stopped: bool,
 }
 
 impl CleanupPlan {
@@ -75,6 +87,10 @@ impl CleanupPlan {
             remove_file(&self.state_dir.join(name), &mut report);
         }
         self.disable_unit(&mut report);
+        if crate::child::stopping() && !report.unit_disabled {
+            report.stopped = true;
+            return report;
+        }
         // Until here a cut-short cleanup is resumed by the next start (the
         // unit restarts a killed reporter while `host-id` exists). After
         // `host-id` goes nothing starts the reporter again: what can remain
@@ -92,16 +108,27 @@ impl CleanupPlan {
             command.arg(format!("--root={}", self.root.display()));
         }
         command.args(["disable", UNIT_NAME]);
-        match command.output() {
-            Ok(output) if output.status.success() => {
-                tracing::info!("disabled {UNIT_NAME}");
-                report.unit_disabled = true;
-            }
-            Ok(output) => report.failures.push(format!(
-                "systemctl disable {UNIT_NAME} failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            )),
+        match crate::child::run_bounded(&mut command, self.systemctl_timeout) {
+            Ok(ended) => match ended.status {
+                Some(status) if status.success() => {
+                    tracing::info!("disabled {UNIT_NAME}");
+                    report.unit_disabled = true;
+                }
+                Some(_) if crate::child::stopping() => report.failures.push(format!(
+                    "systemctl disable {UNIT_NAME} killed: the agent is stopping"
+                )),
+                Some(status) if ended.stderr.is_empty() => report
+                    .failures
+                    .push(format!("systemctl disable {UNIT_NAME} failed ({status})")),
+                Some(status) => report.failures.push(format!(
+                    "systemctl disable {UNIT_NAME} failed ({status}): {}",
+                    ended.stderr
+                )),
+                None => report.failures.push(format!(
+                    "systemctl disable {UNIT_NAME} did not finish within {}: killed with its process group",
+                    humantime::format_duration(self.systemctl_timeout)
+                )),
+            },
             Err(err) => report
                 .failures
                 .push(format!("running systemctl disable {UNIT_NAME}: {err}")),
@@ -191,6 +218,7 @@ mod tests {
             config_dir: config_dir.clone(),
             state_dir: state_dir.clone(),
             root: tmp.path().to_owned(),
+            systemctl_timeout: Duration::from_secs(10),
         };
         let report = plan.execute();
         assert!(!config_dir.exists(), "{report:?}");
@@ -220,6 +248,7 @@ mod tests {
             state_dir: state_dir.clone(),
             // A root that is not "/" so no real systemctl touches this machine.
             root: tmp.path().to_owned(),
+            systemctl_timeout: Duration::from_secs(10),
         };
         let report = plan.execute();
         assert!(!config_dir.exists());

@@ -1,12 +1,19 @@
 //! Kubelet health: on the second boot a healthy kubelet means the node runs
 //! the control plane's configuration and the in-cluster controller takes over
 //! reporting, so the reporter can leave.
+//!
+//! Whatever listens on the port is only trusted to say `ok`: its answer is
+//! read a few bytes at most (any local process can bind 10248 before
+//! kubelet does, and an endless body must not grow the agent into its
+//! unit's `MemoryMax=`).
 
 use std::time::Duration;
 
 use reqwest::Url;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Most of the body ever read: `ok` with room for a newline or two.
+const MAX_BODY: usize = 16;
 
 #[derive(Debug, Clone)]
 pub struct HealthProbe {
@@ -26,14 +33,29 @@ impl HealthProbe {
 
     /// True when kubelet answers 200 with body `ok`. Any failure is simply
     /// "not healthy yet": kubelet restarts in a loop until it is configured.
+    /// A longer body is not `ok`: reading stops past [`MAX_BODY`] bytes.
     pub async fn is_healthy(&self) -> bool {
-        let Ok(response) = self.http.get(self.url.clone()).send().await else {
+        let Ok(mut response) = self.http.get(self.url.clone()).send().await else {
             return false;
         };
-        if !response.status().is_success() {
+        if !response.status().is_success()
+            || response
+                .content_length()
+                .is_some_and(|n| n > MAX_BODY as u64)
+        {
             return false;
         }
-        matches!(response.bytes().await, Ok(body) if body.len() < 64 && body.trim_ascii() == b"ok")
+        let mut body = Vec::with_capacity(MAX_BODY);
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) if body.len() + chunk.len() <= MAX_BODY => {
+                    body.extend_from_slice(&chunk);
+                }
+                // Dropping the response closes the connection unread.
+                Ok(Some(_)) | Err(_) => return false,
+                Ok(None) => return body.trim_ascii() == b"ok",
+            }
+        }
     }
 }
 
@@ -84,5 +106,23 @@ mod tests {
         };
         let url = Url::parse(&format!("http://{closed}/healthz")).unwrap();
         assert!(!HealthProbe::new(url).unwrap().is_healthy().await);
+    }
+
+    #[tokio::test]
+    async fn a_long_body_is_not_ok_and_not_read() {
+        let padded = format!("ok{}", " ".repeat(MAX_BODY));
+        let padded: &'static str = Box::leak(padded.into_boxed_str());
+        assert!(
+            !HealthProbe::new(serve_once("200 OK", padded).await)
+                .unwrap()
+                .is_healthy()
+                .await
+        );
+        assert!(
+            HealthProbe::new(serve_once("200 OK", "ok\n").await)
+                .unwrap()
+                .is_healthy()
+                .await
+        );
     }
 }

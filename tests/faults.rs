@@ -50,6 +50,8 @@ struct Knobs {
     command_timeout: &'static str,
     retry_max_delay: &'static str,
     service_url: Option<String>,
+    /// `None`: nothing listens (the discard port), kubelet is never healthy.
+    kubelet_healthz_url: Option<String>,
     env: Vec<(String, String)>,
     deadline: Duration,
 }
@@ -62,6 +64,7 @@ impl Default for Knobs {
             command_timeout: "5s",
             retry_max_delay: "500ms",
             service_url: None,
+            kubelet_healthz_url: None,
             env: Vec::new(),
             deadline: HARD_DEADLINE,
         }
@@ -87,8 +90,13 @@ fn run_args(sc: &Scenario, k: &Knobs) -> Vec<String> {
     push("--retry-attempts", &ATTEMPTS.to_string());
     push("--command-timeout", k.command_timeout);
     push("--request-timeout", k.request_timeout);
-    // Nothing listens on the discard port: kubelet is never healthy here.
-    push("--kubelet-healthz-url", "http://127.0.0.1:9/healthz");
+    // Nothing listens on the discard port: kubelet is never healthy there.
+    push(
+        "--kubelet-healthz-url",
+        k.kubelet_healthz_url
+            .as_deref()
+            .unwrap_or("http://127.0.0.1:9/healthz"),
+    );
     if let Some(url) = &k.service_url {
         push("--service-url", url);
     }
@@ -1594,6 +1602,459 @@ async fn missing_collector_tools_are_reported_not_fatal() {
         0,
     )
     .await;
+}
+
+// ---------------------------------------------------------------------------
+// Whatever holds kubelet's port, hung children, a second instance (issue 25)
+
+/// A stop signal ends the agent within this (documented in docs/reliability.md).
+const STOP_BOUND: Duration = assisted_boot_reporter::agent::STOP_BOUND;
+
+/// A listener on "kubelet's port" that answers 200 and then a body with no
+/// length, `ok` followed by spaces, 512 MiB per connection or until the
+/// reader goes: any local process can bind 10248 before kubelet does.
+async fn endless_kubelet() -> (String, Arc<AtomicU32>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&served);
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !contains(&head, b"\r\n\r\n") && head.len() < 64 << 10 {
+                    match sock.read(&mut buf).await {
+                        Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
+                        _ => return,
+                    }
+                }
+                // No length: the body runs until the connection closes.
+                let start =
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nok";
+                if sock.write_all(start).await.is_err() {
+                    return;
+                }
+                let chunk = vec![b' '; 1 << 20];
+                for _ in 0..512 {
+                    if sock.write_all(&chunk).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}/healthz"), served)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelet_port_answering_an_endless_body_is_not_healthy_and_costs_no_memory() {
+    let (sc, _mock, base) = world("f-kubelet-flood").await;
+    let (kubelet, served) = endless_kubelet().await;
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        kubelet_healthz_url: Some(kubelet),
+        ..Knobs::default()
+    };
+    let running = sc.spawn_agent("kubelet's port floods", &opts(&sc, &k));
+    let peak = watch_peak_rss(running.pid().expect("agent pid"));
+    let run = sc.wait_agent(running).await;
+    let peak_kib = peak.await.unwrap_or(0);
+    let stored = watcher.stop();
+    let stderr = run.stderr_text();
+    assert!(
+        served.load(Ordering::SeqCst) >= 2,
+        "kubelet's port was asked {} time(s)",
+        served.load(Ordering::SeqCst)
+    );
+    // Before the fix each probe read the body for its whole 3 s timeout:
+    // hundreds of MiB on loopback.
+    assert!(
+        peak_kib > 0 && peak_kib < 32 << 10,
+        "peak RSS {peak_kib} KiB: the probe read the endless body"
+    );
+    eprintln!(
+        "endless kubelet body: agent peak RSS {} MiB",
+        peak_kib >> 10
+    );
+    // Not healthy: the budget, not kubelet, ends the job, and the stage
+    // stays the local-ignition one (a healthy kubelet would move it on).
+    assert!(!stderr.contains("kubelet is healthy"), "{stderr}");
+    assert!(stderr.contains("the time budget of 4s"), "{stderr}");
+    assert_eq!(stage_of(&base).await, LOCAL_IGNITION);
+    assess(
+        "kubelet's port answers an endless body (512 MiB offered per probe)",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::Never("the port floods all run long; bundles ship all along"),
+        0,
+    )
+    .await;
+}
+
+/// A `systemctl` whose `disable` hangs: it leaves its PID, starts a
+/// background `sleep` (which must die with its group) and waits for it;
+/// every other call goes to the fixture's fake. Returns the PATH that puts
+/// it first and the directory of the PID files.
+fn hanging_systemctl(sc: &Scenario) -> (String, PathBuf) {
+    let bin = sc.tmp.path().join("hang-bin");
+    let pids = sc.tmp.path().join("hang-pids");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&pids).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+case "$*" in
+    *disable*)
+        echo "$*" >> "$FAKE_SYSTEMCTL_LOG"
+        echo $$ > "{pids}/systemctl.tmp" && mv "{pids}/systemctl.tmp" "{pids}/systemctl"
+        sleep 120 &
+        echo $! > "{pids}/background.tmp" && mv "{pids}/background.tmp" "{pids}/background"
+        wait
+        exit 0
+        ;;
+esac
+exec "{fake}/systemctl" "$@"
+"#,
+        pids = pids.display(),
+        fake = fake_bin().display()
+    );
+    let path = bin.join("systemctl");
+    std::fs::write(&path, script).unwrap();
+    set_mode(&path, 0o755);
+    let path_env = format!(
+        "{}:{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+        bin.display(),
+        fake_bin().display()
+    );
+    (path_env, pids)
+}
+
+fn read_pid(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+async fn wait_for_pid(path: &Path, within: Duration) -> u32 {
+    let until = Instant::now() + within;
+    loop {
+        if let Some(pid) = read_pid(path) {
+            return pid;
+        }
+        assert!(Instant::now() < until, "{} never appeared", path.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// State and process group of a process, from `/proc/<pid>/stat`.
+fn stat_of(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let pgrp = rest.nth(1)?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Processes still running (zombies have exited) in process group `pgid`.
+fn group_members(pgid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| stat_of(*pid).is_some_and(|(state, pgrp)| pgrp == pgid && state != 'Z'))
+        .collect()
+}
+
+/// The hung `systemctl` led a process group of its own, and nothing of it
+/// is left running.
+async fn assert_group_gone(pids: &Path) {
+    let leader = read_pid(&pids.join("systemctl")).expect("the hanging systemctl ran");
+    let background = read_pid(&pids.join("background")).expect("its background sleep ran");
+    // SIGKILL is delivered at once, but the kernel tears a process down in
+    // its own time: a moment's grace on a loaded machine.
+    let until = Instant::now() + Duration::from_secs(2);
+    let mut left = group_members(leader);
+    while !left.is_empty() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        left = group_members(leader);
+    }
+    assert!(
+        left.is_empty(),
+        "the systemctl's process group {leader} still runs: {left:?}"
+    );
+    assert!(
+        stat_of(background).is_none_or(|(state, _)| state == 'Z'),
+        "the background sleep {background} survived"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_systemctl_disable_is_killed_with_its_group_within_the_grace() {
+    let (sc, _mock, base) = world("f-systemctl-hangs").await;
+    let (path, pids) = hanging_systemctl(&sc);
+    let watcher = BundleWatcher::start(bundle_path(&sc));
+    let k = Knobs {
+        env: vec![("PATH".into(), path)],
+        // Before the fix the agent waited for `systemctl` for ever.
+        deadline: Duration::from_secs(40),
+        ..Knobs::default()
+    };
+    let run = sc
+        .run_agent("systemctl disable hangs", &opts(&sc, &k))
+        .await;
+    let stored = watcher.stop();
+    let stderr = run.stderr_text();
+    // --timeout 4s: the end of the job has the minimum grace, 15 s, and
+    // `systemctl` a quarter of it; the whole run fits in budget + grace.
+    let bound = Duration::from_secs(4 + 15);
+    assert!(
+        run.elapsed < bound,
+        "the run took {:?}, more than the budget and its grace ({bound:?})",
+        run.elapsed
+    );
+    assert!(
+        stderr.contains("did not finish within 3s 750ms: killed with its process group"),
+        "{stderr}"
+    );
+    assert_group_gone(&pids).await;
+    // The cleanup went on without the unit: nothing is left that could
+    // start the reporter again, or that holds a secret.
+    assert!(!sc.config_dir.exists(), "the contract is still there");
+    assert!(!sc.state_dir.exists(), "the state is still there");
+    assess(
+        "`systemctl disable` hangs (sleep, with a background child)",
+        &sc,
+        Some(&base),
+        &run,
+        &stored,
+        &Recovery::Never("killed at its time limit; the cleanup carries on"),
+        0,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_hung_systemctl_disable_ends_the_agent_at_once() {
+    let (sc, _mock, base) = world("f-systemctl-stop").await;
+    let (path, pids) = hanging_systemctl(&sc);
+    // A healthy kubelet ends the job at once; a long budget gives
+    // `systemctl` its full 10 s, so the signal, not its time limit, ends it.
+    let kubelet = start_kubelet(true).await;
+    let k = Knobs {
+        timeout: "400s",
+        kubelet_healthz_url: Some(kubelet),
+        env: vec![("PATH".into(), path)],
+        deadline: Duration::from_secs(40),
+        ..Knobs::default()
+    };
+    let running = sc.spawn_agent("SIGTERM while systemctl disable hangs", &opts(&sc, &k));
+    let pid = running.pid().expect("agent pid");
+    wait_for_pid(&pids.join("background"), Duration::from_secs(30)).await;
+    let signalled = Instant::now();
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let run = sc.wait_agent(running).await;
+    let took = signalled.elapsed();
+    run.assert_code(0);
+    assert!(
+        took < STOP_BOUND,
+        "SIGTERM took {took:?} to end the agent (documented: {STOP_BOUND:?})"
+    );
+    assert_group_gone(&pids).await;
+    let stderr = run.stderr_text();
+    assert!(stderr.contains("stopping on SIGTERM"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "systemctl disable assisted-boot-reporter.service killed: the agent is stopping"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cleanup stopped with the agent"),
+        "{stderr}"
+    );
+    // The secret went first; the marker and host-id stay for the next start.
+    assert!(!sc.config_dir.join("pull-secret").exists());
+    assert!(sc.config_dir.join("host-id").exists());
+    assert!(sc.state_dir.join("cleanup-started").exists());
+
+    // The next start, `systemctl` answering again, finishes the cleanup.
+    let next = sc
+        .run_agent("the next start", &opts(&sc, &Knobs::default()))
+        .await;
+    next.assert_code(0);
+    assert!(
+        next.stderr_text()
+            .contains("an earlier cleanup was interrupted; finishing it"),
+        "{}",
+        next.stderr_text()
+    );
+    sc.assert_cleaned_up("the start after the stop");
+    sc.final_checks(Some(&base)).await;
+    eprintln!(
+        "MATRIX | SIGTERM while `systemctl disable` hangs | pass | exit 0 | ended {} ms after the signal, the group killed | next start finished the cleanup",
+        took.as_millis()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_while_a_collector_hangs_leaves_no_command_running() {
+    let (sc, _mock, base) = world("f-collector-stop").await;
+    // Every fake command leaves its PID here (tests/fixtures/bin).
+    let exec_log = sc.tmp.path().join("exec-log");
+    std::fs::create_dir_all(&exec_log).unwrap();
+    let k = Knobs {
+        timeout: "600s",
+        command_timeout: "60s",
+        request_timeout: "120s",
+        env: vec![
+            ("FAKE_JOURNAL_SLEEP".into(), "60".into()),
+            (
+                "FAKE_EXEC_LOG_DIR".into(),
+                exec_log.to_string_lossy().into_owned(),
+            ),
+        ],
+        deadline: Duration::from_secs(40),
+        ..Knobs::default()
+    };
+    let running = sc.spawn_agent("SIGTERM while journalctl hangs", &opts(&sc, &k));
+    let pid = running.pid().expect("agent pid");
+    let journalctl_pids = || -> Vec<u32> {
+        std::fs::read_dir(&exec_log)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".journalctl.args")?.parse().ok()
+            })
+            .collect()
+    };
+    let until = Instant::now() + Duration::from_secs(30);
+    while journalctl_pids().is_empty() {
+        assert!(Instant::now() < until, "journalctl never ran");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let signalled = Instant::now();
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let run = sc.wait_agent(running).await;
+    let took = signalled.elapsed();
+    run.assert_code(0);
+    assert!(
+        took < STOP_BOUND,
+        "SIGTERM took {took:?} to end the agent (documented: {STOP_BOUND:?})"
+    );
+    // Before the fix the hung journalctl (and its sleep) outlived the agent.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for journalctl in journalctl_pids() {
+        assert!(
+            stat_of(journalctl).is_none_or(|(state, _)| state == 'Z'),
+            "journalctl {journalctl} outlived the agent"
+        );
+        let left = group_members(journalctl);
+        assert!(left.is_empty(), "its process group still runs: {left:?}");
+    }
+    assert!(
+        run.stderr_text().contains("with their process groups"),
+        "{}",
+        run.stderr_text()
+    );
+    sc.assert_not_cleaned_up("stopped");
+    sc.final_checks(Some(&base)).await;
+    eprintln!(
+        "MATRIX | SIGTERM while a collector hangs (journalctl sleeps 60 s) | pass | exit 0 | ended {} ms after the signal, no command left running",
+        took.as_millis()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_instance_on_the_same_state_dir_leaves_at_once() {
+    let (sc, _mock, base) = world("f-two-instances").await;
+    // The second instance talks to a mock of its own: whatever it would
+    // set or upload shows there.
+    let data2 = sc.tmp.path().join("mock2-data");
+    std::fs::create_dir_all(&data2).unwrap();
+    let mock2 = start_mock_at(
+        "127.0.0.1:0",
+        &sc.seed(&HostSeed::rebooting_master()),
+        &data2,
+        false,
+    )
+    .await;
+    let base2 = mock2.base_url();
+    let k = Knobs {
+        timeout: "8s",
+        ..Knobs::default()
+    };
+    let first = sc.spawn_agent("first instance", &opts(&sc, &k));
+    // Its ledger is written after the lock is taken.
+    let until = Instant::now() + Duration::from_secs(20);
+    while !sc.state_dir.join("ledger.json").exists() {
+        assert!(Instant::now() < until, "the first instance never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let to_mock2 = Knobs {
+        timeout: "8s",
+        service_url: Some(base2.clone()),
+        ..Knobs::default()
+    };
+    let second = sc.run_agent("second instance", &opts(&sc, &to_mock2)).await;
+    second.assert_code(0);
+    assert!(
+        second.elapsed < Duration::from_secs(3),
+        "the second instance ran for {:?}",
+        second.elapsed
+    );
+    assert!(
+        second
+            .stderr_text()
+            .contains("another assisted-boot-reporter is running with the state directory"),
+        "{}",
+        second.stderr_text()
+    );
+    let reached = api_requests(&base2).await;
+    assert!(
+        reached.is_empty(),
+        "the second instance talked to the service: {reached:?}"
+    );
+
+    // The first one alone reported and uploaded.
+    let state = wait_for_state(&base, Duration::from_secs(20), |state| {
+        uploads_of(host_of(state, HOST_ID), "host_boot") > 0
+    })
+    .await;
+    let host = host_of(&state, HOST_ID);
+    assert_eq!(host["current_stage"], LOCAL_IGNITION, "{host}");
+    assert!(uploads_of(host, "host_boot") > 0, "{host}");
+
+    // Killed, the first one's lock goes with it: the next start runs.
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &first.pid().expect("pid").to_string()])
+        .status();
+    let killed = sc.wait_agent(first).await;
+    assert_eq!(killed.code, None, "the first instance was not killed");
+    let third = sc
+        .run_agent("after the first was killed", &opts(&sc, &to_mock2))
+        .await;
+    third.assert_code(0);
+    assert!(!third
+        .stderr_text()
+        .contains("another assisted-boot-reporter"));
+    assert!(
+        !api_requests(&base2).await.is_empty(),
+        "the start after the kill did not run"
+    );
+    sc.final_checks(Some(&base)).await;
+    eprintln!(
+        "MATRIX | a second instance on the same state directory | pass | exit 0 after {} ms, no request | the lock released by the kernel on SIGKILL",
+        second.elapsed.as_millis()
+    );
 }
 
 #[test]

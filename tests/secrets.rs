@@ -695,6 +695,67 @@ async fn token_from_the_environment_is_not_passed_on_to_commands() {
     sc.final_checks(Some(&base)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finishing_an_interrupted_cleanup_passes_no_secret_to_systemctl() {
+    // A cleanup cut short (killed right after the secret went) under the
+    // upstream unit's environment: the token and a proxy URL with a
+    // password. The start that finishes it runs `systemctl disable` first
+    // of all; before the fix, before the environment was scrubbed.
+    let sc = Scenario::new("secrets-resume");
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::BareToken, true);
+    std::fs::remove_file(sc.config_dir.join("pull-secret")).unwrap();
+    std::fs::write(
+        sc.state_dir.join("cleanup-started"),
+        "cleanup started at 2026-11-22T10:00:00Z\n",
+    )
+    .unwrap();
+    let mut secrets = secrets_of(&sc, false);
+    let mut opts = at_trace(&sc, trace_opts("30s", None));
+    opts.env
+        .push(("PULL_SECRET_TOKEN".to_owned(), sc.token.clone()));
+    let proxy_password = "Pr0xy-resume-pa55w0rd";
+    secrets.push(("proxy password", proxy_password.to_owned()));
+    for name in ["HTTPS_PROXY", "http_proxy"] {
+        opts.env.push((
+            name.to_owned(),
+            format!("http://reporter:{proxy_password}@127.0.0.1:9"),
+        ));
+    }
+    let (seen, run) = watched_run(
+        &sc,
+        "interrupted cleanup, token in env",
+        &opts,
+        &secrets,
+        false,
+    )
+    .await;
+    run.assert_code(0);
+    assert!(
+        run.stderr_text()
+            .contains("an earlier cleanup was interrupted; finishing it"),
+        "{}",
+        run.stderr_text()
+    );
+    assert_eq!(
+        seen.commands_logged.get("systemctl"),
+        Some(&1),
+        "systemctl disable not seen: {seen:?}"
+    );
+    report(
+        "interrupted cleanup finished (token and proxy password in the environment)",
+        &seen,
+        &run,
+    );
+    sc.assert_cleaned_up("the finished cleanup");
+    assert!(
+        api_requests(&base).await.is_empty(),
+        "finishing a cleanup needs no service"
+    );
+    sc.final_checks(Some(&base)).await;
+}
+
 /// Replaces `link` (a directory of the fixture root) by a symlink to
 /// `target`, a directory outside the root.
 fn swap_for_link(link: &Path, target: &Path) {

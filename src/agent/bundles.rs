@@ -20,15 +20,12 @@ use crate::upload::Uploader;
 const LOOKUPS_BEFORE_SHIPPING_BLIND: u32 = 3;
 
 impl Reporter {
-    /// One look at the service and one bundle. `None` when the job is over
-    /// (the run ends); otherwise whether a bundle was delivered.
+    /// One look at the service and one bundle. `None` when the service
+    /// says the job is over (the caller finishes it); otherwise whether a
+    /// bundle was delivered.
     pub(super) async fn cycle(&mut self) -> Option<bool> {
         let ship_now = match self.refresh().await {
-            Next::Finish => {
-                self.finish("the service says the host is past the point where boot logs help")
-                    .await;
-                return None;
-            }
+            Next::Finish => return None,
             Next::Continue => {
                 self.failed_lookups = 0;
                 self.token_refused = false;

@@ -2,6 +2,10 @@
 //! past the point where boot logs help, or the time budget spent. The last
 //! bundle (after this host's share of the spread, inside a grace), then
 //! cleanup; and a cleanup an earlier run left interrupted, finished first.
+//!
+//! Everything here ends by the deadline plus the grace, whatever the service
+//! and `systemctl` do: the grace's tail is kept for the cleanup's
+//! `systemctl disable` and the exit's wait, the bundle gets the rest.
 
 use std::time::Duration;
 
@@ -10,7 +14,7 @@ use tokio::time::Instant;
 use super::reporter::Reporter;
 use super::spread::{final_bundle_delay, SpreadOf};
 use crate::cleanup::CleanupPlan;
-use crate::config::{Flags, Paths};
+use crate::config::Paths;
 use crate::stage::{self, Decision};
 
 /// Extra time the last bundle may take after the deadline: a quarter of the
@@ -20,10 +24,27 @@ const FINAL_UPLOAD_GRACE: Duration = Duration::from_secs(120);
 
 const MIN_FINAL_UPLOAD_GRACE: Duration = Duration::from_secs(15);
 
+/// How long the exit waits for blocking threads (a collector on a hung file
+/// read, a cleanup finishing its removals) before leaving them behind: kept
+/// out of the final grace like the cleanup's time.
+pub(super) const EXIT_WAIT: Duration = Duration::from_secs(2);
+
+/// Longest `systemctl disable` may take: it answers in well under a second
+/// on a sane host. Within a short grace, a quarter of it.
+const SYSTEMCTL_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Reporter {
-    /// What the last bundle may take beyond the deadline.
+    /// What the end of the job (last bundle and cleanup) may take beyond
+    /// the deadline.
     pub(super) fn final_grace(&self) -> Duration {
         (self.config.timeout / 4).clamp(MIN_FINAL_UPLOAD_GRACE, FINAL_UPLOAD_GRACE)
+    }
+
+    /// When the end of a job starting now must be over: a grace from now,
+    /// and never later than a grace after the deadline.
+    fn job_end(&self) -> Instant {
+        let grace = self.final_grace();
+        (Instant::now() + grace).min(self.deadline + grace)
     }
 
     /// Kubelet is healthy outside a bootstrap: the control plane's
@@ -31,50 +52,59 @@ impl Reporter {
     /// control-plane stage if the service is still before it, then leave.
     pub(super) async fn finish_after_kubelet(&mut self) {
         tracing::info!("kubelet is healthy on a boot that is not a bootstrap: the job is over");
+        let end = self.job_end();
         if let Some(host) = self.last_host.clone() {
-            let grace = Instant::now() + self.final_grace();
             let target = stage::BOOTED_WITH_CONTROL_PLANE_IGNITION;
             if self.settled_target != Some(target) {
                 if let Decision::Report { .. } = stage::decide_target(target, &host) {
-                    let _ = tokio::time::timeout_at(grace, self.report_stage(&host, target)).await;
+                    let _ = tokio::time::timeout_at(end, self.report_stage(&host, target)).await;
                 }
             }
         }
-        self.finish("kubelet is healthy").await;
+        self.finish_by("kubelet is healthy", end).await;
     }
 
     /// The job is over: last bundle (so every host, day-2 ones too, ships at
     /// least one), then cleanup.
     pub(super) async fn finish(&mut self, why: &str) {
+        let end = self.job_end();
+        self.finish_by(why, end).await;
+    }
+
+    async fn finish_by(&mut self, why: &str, end: Instant) {
         if self.may_ship() {
             tracing::info!("{why}: shipping the last bundle and cleaning up");
         } else {
             tracing::info!("{why}: cleaning up ({})", self.why_no_bundle());
         }
-        let grace = self.final_grace();
+        let systemctl_timeout = SYSTEMCTL_TIMEOUT.min(self.final_grace() / 4);
         let now = Instant::now();
-        let until = now + grace;
+        let until = end
+            .checked_sub(systemctl_timeout + EXIT_WAIT)
+            .unwrap_or(now)
+            .max(now);
+        let window = until - now;
         if self.may_ship() {
             let delay = final_bundle_delay(
                 self.config.upload_spread,
                 self.config.upload_interval,
-                grace,
+                window,
                 self.deadline.saturating_duration_since(now),
                 self.herd.fraction(SpreadOf::FinalBundle),
             );
             self.wait_spread("final", delay).await;
         }
-        // The delay is taken out of the grace, not added to it.
+        // The delay is taken out of the window, not added to it.
         if tokio::time::timeout_at(until, self.ship("final", until))
             .await
             .is_err()
         {
             tracing::warn!(
                 "the last bundle did not go out within {}",
-                humantime::format_duration(grace)
+                humantime::format_duration(round_millis(window))
             );
         }
-        self.clean_up();
+        self.clean_up(systemctl_timeout).await;
     }
 
     pub(super) async fn finish_at_deadline(&mut self) {
@@ -86,20 +116,41 @@ impl Reporter {
         .await;
     }
 
-    fn clean_up(&self) {
+    async fn clean_up(&mut self, systemctl_timeout: Duration) {
+        self.cleanup_begun = true;
         let plan = CleanupPlan {
             config_dir: self.config.config_dir.clone(),
             state_dir: self.config.state_dir.clone(),
             root: self.config.root.clone(),
+            systemctl_timeout,
         };
-        run_cleanup(&plan);
+        run_cleanup(plan).await;
     }
 }
 
-fn run_cleanup(plan: &CleanupPlan) {
+fn round_millis(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// On a blocking thread, so that a stop signal is not kept waiting: the
+/// signal path kills its `systemctl`, and the cleanup then stops where the
+/// next start picks it up.
+async fn run_cleanup(plan: CleanupPlan) {
+    let _ = tokio::task::spawn_blocking(move || log_cleanup(&plan)).await;
+}
+
+fn log_cleanup(plan: &CleanupPlan) {
     let report = plan.execute();
     for failure in &report.failures {
         tracing::warn!("cleanup: {failure}");
+    }
+    if report.stopped {
+        tracing::info!(
+            "cleanup stopped with the agent before the unit was disabled: removed {} path(s); \
+             the marker and host-id stay, the next start finishes it",
+            report.removed.len()
+        );
+        return;
     }
     tracing::info!(
         "cleanup done: removed {} path(s){}; the reporter will not run again",
@@ -112,22 +163,21 @@ fn run_cleanup(plan: &CleanupPlan) {
     );
 }
 
-/// A cleanup cut short (killed, power lost) left its marker: finish it
-/// before anything else, since the contract may be half gone. True if so.
-pub(super) fn finish_interrupted_cleanup(args: &Flags) -> bool {
+/// A cleanup cut short (killed, power lost) left its marker
+/// (`cleanup::cleanup_interrupted`): finished before anything else, since
+/// the contract may be half gone.
+pub(super) async fn finish_interrupted_cleanup(paths: Paths) {
     let Paths {
         root,
         config_dir,
         state_dir,
-    } = Paths::resolve(args);
-    if !crate::cleanup::cleanup_interrupted(&state_dir) {
-        return false;
-    }
+    } = paths;
     tracing::info!("an earlier cleanup was interrupted; finishing it");
-    run_cleanup(&CleanupPlan {
+    run_cleanup(CleanupPlan {
         config_dir,
         state_dir,
         root,
-    });
-    true
+        systemctl_timeout: SYSTEMCTL_TIMEOUT,
+    })
+    .await;
 }

@@ -8,20 +8,28 @@
 //! Nothing here may fail or delay the installation: every runtime failure is
 //! logged and the process exits 0; only usage errors (clap) exit 2.
 //!
+//! Before anything runs, the secrets are taken out of the environment (no
+//! child inherits them, not even an interrupted cleanup's `systemctl`) and
+//! the state directory is locked (one reporter per host). A stop signal
+//! ends the agent within [`STOP_BOUND`], whatever it is doing: every child
+//! it runs is killed with its process group.
+//!
 //! The files, by job: `reporter.rs` holds the state and the main loop,
 //! `progress.rs` what is read from and told to the service (stage,
 //! progress info, the update cap), `bundles.rs` the bundle cycle,
 //! `finish.rs` the end of the job and cleanup, `spread.rs` the jitter and
 //! per-host delays that keep hosts installed together apart.
 
+use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::config::{Config, Flags};
-use finish::finish_interrupted_cleanup;
+use crate::config::{Config, Flags, Paths};
+use crate::instance::{self, Lock};
+use finish::{finish_interrupted_cleanup, EXIT_WAIT};
 use reporter::Reporter;
 
 pub use progress::MAX_PROGRESS_PUTS_PER_BOOT;
@@ -36,25 +44,99 @@ mod spread;
 /// never mark anything on the host as failed.
 pub const EXIT_RUNTIME_FAILURE: ExitCode = ExitCode::SUCCESS;
 
+/// A stop signal ends the process within this: children are killed at once,
+/// then the spent budget is checkpointed and the exit waits for blocking
+/// threads (`finish::EXIT_WAIT`, 2 s) at most; the rest is slack for the
+/// checkpoint's fsync.
+pub const STOP_BOUND: Duration = Duration::from_secs(3);
+
 /// `run`: reports the boot and ships bundles until the job is over. Never
 /// fails the boot: every problem is logged and the process exits 0 (the
 /// unit's `Restart=` then has nothing to retry in a loop).
 pub fn run(flags: Flags) -> anyhow::Result<ExitCode> {
+    // First, while the process has a single thread (removing variables is
+    // only sound then), and on every path.
+    let env = scrub_environment();
+    let state_dir = Paths::resolve(&flags).state_dir;
+    let Lock::Held(lock) = instance::take(&state_dir) else {
+        tracing::warn!(
+            "another assisted-boot-reporter is running with the state directory {} (it holds the lock on it); this one exits",
+            state_dir.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(run_service(flags));
-    // A collector thread blocked on a hung command must not hold the exit.
-    runtime.shutdown_timeout(Duration::from_secs(2));
+    runtime.block_on(run_service(flags, &env));
+    // However the run ended, no child outlives the agent: a bundle cut at
+    // the deadline leaves its collector's command behind otherwise.
+    crate::child::stop_all();
+    // A collector thread blocked on a hung file read must not hold the exit.
+    runtime.shutdown_timeout(EXIT_WAIT);
+    drop(lock);
     Ok(ExitCode::SUCCESS)
 }
 
-async fn run_service(args: Flags) {
-    if finish_interrupted_cleanup(&args) {
+/// The environment as it was at start, for the configuration, with the
+/// secrets the upstream unit's environment may carry (the token, proxy URLs
+/// with a password) removed from the process's own: every command the agent
+/// runs would inherit them.
+fn scrub_environment() -> HashMap<String, String> {
+    let env: HashMap<String, String> = std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect();
+    let secrets = crate::contract::env::HTTP_PROXY
+        .iter()
+        .chain(&crate::contract::env::HTTPS_PROXY)
+        .chain([&crate::contract::env::TOKEN]);
+    for name in secrets {
+        std::env::remove_var(name);
+    }
+    env
+}
+
+/// SIGTERM (shutdown, reboot, `systemctl stop`) and SIGINT.
+struct StopSignals {
+    term: Signal,
+    int: Signal,
+}
+
+impl StopSignals {
+    fn install() -> Option<Self> {
+        Some(Self {
+            term: signal(SignalKind::terminate()).ok()?,
+            int: signal(SignalKind::interrupt()).ok()?,
+        })
+    }
+
+    /// The next stop signal's name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
+}
+
+async fn run_service(args: Flags, env: &HashMap<String, String>) {
+    let Some(mut stop) = StopSignals::install() else {
+        tracing::error!("cannot install signal handlers; exiting");
+        return;
+    };
+    let paths = Paths::resolve(&args);
+    if crate::cleanup::cleanup_interrupted(&paths.state_dir) {
+        tokio::select! {
+            () = finish_interrupted_cleanup(paths) => {}
+            signal = stop.next() => {
+                tracing::info!("stopping on {signal} while finishing the interrupted cleanup; the next start finishes it");
+                crate::child::stop_all();
+            }
+        }
         return;
     }
-    let getenv = |name: &str| std::env::var(name).ok();
+    let getenv = |name: &str| env.get(name).cloned();
     let config = match Config::resolve(&args, &getenv) {
         Ok(config) => config,
         Err(err) => {
@@ -62,16 +144,6 @@ async fn run_service(args: Flags) {
             return;
         }
     };
-    // Read once; every command the collectors run would inherit it otherwise.
-    // Still single-threaded here (no blocking task has run yet).
-    std::env::remove_var(crate::contract::env::TOKEN);
-    // A proxy password in the environment would reach every command too.
-    for name in crate::contract::env::HTTP_PROXY
-        .iter()
-        .chain(&crate::contract::env::HTTPS_PROXY)
-    {
-        std::env::remove_var(name);
-    }
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
@@ -88,27 +160,25 @@ async fn run_service(args: Flags) {
             return;
         }
     };
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers; exiting");
-        return;
-    };
     let stopped = tokio::select! {
-        () = reporter.run() => false,
-        _ = term.recv() => {
-            tracing::info!("stopping on SIGTERM (shutdown or reboot); the next boot continues within the same time budget");
-            true
-        }
-        _ = int.recv() => {
-            tracing::info!("stopping on SIGINT");
-            true
-        }
+        () = reporter.run() => None,
+        signal = stop.next() => Some(signal),
     };
-    if stopped {
+    if let Some(signal) = stopped {
+        if signal == "SIGTERM" {
+            tracing::info!("stopping on SIGTERM (shutdown or reboot); the next boot continues within the same time budget");
+        } else {
+            tracing::info!("stopping on {signal}");
+        }
+        let killed = crate::child::stop_all();
+        if killed > 0 {
+            tracing::info!("killed {killed} running command(s) with their process groups");
+        }
         // Whatever was in flight is dropped; the spent budget is kept so a
-        // reboot never gives time back.
-        reporter.checkpoint();
+        // reboot never gives time back. Not once the cleanup began: it is
+        // removing the ledger, and finishes on the next start if cut short.
+        if !reporter.cleanup_begun {
+            reporter.checkpoint();
+        }
     }
 }

@@ -95,6 +95,9 @@ pub(super) struct Reporter {
     /// The first bundle of this run has had its delay (once per run: a
     /// retry after a failed upload is already spread by the first's).
     pub(super) first_bundle_spread: bool,
+    /// The cleanup has started: the ledger is being removed and must not be
+    /// written again by this run.
+    pub(super) cleanup_begun: bool,
 }
 
 impl Reporter {
@@ -190,6 +193,7 @@ impl Reporter {
             diagnosis_headline: None,
             herd,
             first_bundle_spread: false,
+            cleanup_begun: false,
             config,
         })
     }
@@ -294,6 +298,11 @@ impl Reporter {
                     continue;
                 };
                 let Some(shipped) = shipped else {
+                    // Outside the cycle's deadline: the end of the job has
+                    // its own bound (deadline + grace), and a cleanup cut
+                    // here would run again beside the deadline's.
+                    self.finish("the service says the host is past the point where boot logs help")
+                        .await;
                     return;
                 };
                 self.checkpoint();

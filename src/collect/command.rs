@@ -1,7 +1,8 @@
 //! The child-process runner: a command run with a deadline, no stdin, its
 //! stdout read on a thread of its own into the member's `Intake` and the
 //! start of its stderr kept for the manifest's reason; killed and reaped at
-//! the deadline, not waited for when a background process holds its pipes;
+//! the deadline with its process group ([`crate::child`]), not waited for
+//! when a background process holds its pipes (which dies with the group);
 //! its exit told as a [`Status`] and a reason.
 
 use std::ffi::OsString;
@@ -28,8 +29,6 @@ pub(super) fn command_line(program: &str, args: &[OsString]) -> String {
 /// How long to keep reading after the command exited, when something it
 /// started in the background still holds the output pipe open.
 pub(super) const PIPE_GRACE: Duration = Duration::from_millis(500);
-/// How long to wait for a killed command to be reaped.
-const KILL_GRACE: Duration = Duration::from_secs(2);
 pub(super) const POLL: Duration = Duration::from_millis(10);
 /// stderr is only for the manifest's reason; a little is enough.
 const STDERR_KEEP: usize = 4096;
@@ -72,7 +71,7 @@ pub(super) fn capture_command(
     if let Some(path) = &ctx.path_env {
         command.env("PATH", path);
     }
-    let mut child = match spawn(&mut command) {
+    let mut child = match crate::child::spawn(&mut command) {
         Ok(child) => child,
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
             return Captured::without_data(
@@ -98,8 +97,8 @@ pub(super) fn capture_command(
     let stderr_head = Arc::new(Mutex::new(Vec::new()));
     let abandoned = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<ReaderDone>();
-    if let Err(err) = start_readers(&mut child, &intake, &stderr_head, &abandoned, done_tx) {
-        kill_and_reap(&mut child);
+    if let Err(err) = start_readers(child.child(), &intake, &stderr_head, &abandoned, done_tx) {
+        child.kill();
         return Captured::without_data(
             source,
             Status::Failed,
@@ -152,7 +151,7 @@ pub(super) fn capture_command(
         }
     };
     if matches!(ending, Ending::TimedOut) {
-        kill_and_reap(&mut child);
+        child.kill();
         // Let the readers drain what the killed command had already written.
         let until = Instant::now() + Duration::from_millis(100);
         while open_pipes > 0 {
@@ -164,6 +163,8 @@ pub(super) fn capture_command(
         }
     }
     abandoned.store(true, Ordering::Relaxed);
+    // Whatever it left in the background dies with its group.
+    drop(child);
 
     let intake = intake
         .lock()
@@ -211,24 +212,6 @@ pub(super) fn capture_command(
         duration: started.elapsed(),
         scanner,
         follow,
-    }
-}
-
-/// Spawns, retrying briefly on ETXTBSY: an executable still open for writing
-/// in a process that is between fork and exec (a package update, or a test
-/// writing a script while another thread forks) cannot be executed for a
-/// moment.
-fn spawn(command: &mut Command) -> io::Result<Child> {
-    const ATTEMPTS: u32 = 5;
-    let mut attempt = 1;
-    loop {
-        match command.spawn() {
-            Err(err) if err.kind() == io::ErrorKind::ExecutableFileBusy && attempt < ATTEMPTS => {
-                std::thread::sleep(Duration::from_millis(20) * attempt);
-                attempt += 1;
-            }
-            result => return result,
-        }
     }
 }
 
@@ -325,17 +308,6 @@ fn start_readers(
             let _ = done.send(ReaderDone(None));
         })?;
     Ok(())
-}
-
-fn kill_and_reap(child: &mut Child) {
-    let _ = child.kill();
-    let until = Instant::now() + KILL_GRACE;
-    while Instant::now() < until {
-        match child.try_wait() {
-            Ok(Some(_)) | Err(_) => return,
-            Ok(None) => std::thread::sleep(POLL),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use std::io::{self, Read as _, Write as _};
 use std::net::{TcpStream, ToSocketAddrs as _};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::capture::Captured;
 use super::members::{Members, Opts};
@@ -30,6 +30,8 @@ const UNIT_SUFFIXES: &[&str] = &[
     ".scope",
     ".slice",
 ];
+/// For the whole exchange: a listener that trickles its answer must not
+/// hold the collector for a read timeout per byte.
 const HEALTHZ_TIMEOUT: Duration = Duration::from_secs(3);
 /// An answer bigger than this is not kubelet's `ok`.
 const HEALTHZ_MAX_BYTES: u64 = 16 * 1024;
@@ -162,14 +164,31 @@ fn probe(url: &str) -> io::Result<String> {
         .or_else(|_| format!("{authority}:80").to_socket_addrs())?
         .next()
         .ok_or_else(|| io::Error::other(format!("{authority} resolves to nothing")))?;
+    let deadline = Instant::now() + HEALTHZ_TIMEOUT;
     let mut stream = TcpStream::connect_timeout(&addr, HEALTHZ_TIMEOUT)?;
-    stream.set_read_timeout(Some(HEALTHZ_TIMEOUT))?;
     stream.set_write_timeout(Some(HEALTHZ_TIMEOUT))?;
     // One write: a server may read the request line from the first segment.
     let request = format!("GET {path} HTTP/1.0\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes())?;
     let mut response = Vec::new();
-    stream.take(HEALTHZ_MAX_BYTES).read_to_end(&mut response)?;
+    let mut chunk = [0u8; 4096];
+    while (response.len() as u64) < HEALTHZ_MAX_BYTES {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no complete answer within {HEALTHZ_TIMEOUT:?}"),
+            ));
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => response.extend_from_slice(&chunk[..n]),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    response.truncate(usize::try_from(HEALTHZ_MAX_BYTES).unwrap_or(usize::MAX));
     let text = String::from_utf8_lossy(&response);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head.lines().next().unwrap_or("").trim();

@@ -53,6 +53,7 @@ pub struct CollectArgs {
 
 /// `collect`: exit 0 with a bundle written, or print the error chain and exit 1.
 pub fn collect_command(args: &CollectArgs) -> ExitCode {
+    stop_children_on_signal();
     // Its report quotes the records digest and paths: redacted like the
     // bundle (the rules are installed once the secrets are read).
     match collect(args, &mut crate::redact::log_writer()) {
@@ -62,6 +63,41 @@ pub fn collect_command(args: &CollectArgs) -> ExitCode {
             EXIT_TOOL_FAILURE
         }
     }
+}
+
+/// Ctrl-C or SIGTERM ends `collect` together with the commands it runs:
+/// each leads a process group of its own (`crate::child`), out of reach of
+/// the terminal's signal to the foreground group.
+fn stop_children_on_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let watcher = std::thread::Builder::new()
+        .name("collect-signals".into())
+        .spawn(|| {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async {
+                let (Ok(mut int), Ok(mut term)) = (
+                    signal(SignalKind::interrupt()),
+                    signal(SignalKind::terminate()),
+                ) else {
+                    return;
+                };
+                // The shell's convention: 128 + the signal's number.
+                let code = tokio::select! {
+                    _ = int.recv() => 130,
+                    _ = term.recv() => 143,
+                };
+                crate::child::stop_all();
+                std::process::exit(code);
+            });
+        });
+    // Without the watcher the signals keep their default: the tool dies,
+    // its commands end on their own.
+    drop(watcher);
 }
 
 /// Counts what passes through to the output.
