@@ -284,6 +284,56 @@ async fn single_node_without_bootstrap_files_told_by_the_service() {
     sc.final_checks(Some(&base)).await;
 }
 
+/// The same host on today's upstream (`--upstream-compat`): its infra-env
+/// list gives it `BootstrapStages`, as the real service did, so the
+/// reporter reads the cluster (`exclude-hosts`) to learn it is a single
+/// node, and a healthy kubelet on the first boot does not end the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_node_on_todays_upstream_is_learned_from_the_cluster() {
+    let sc = Scenario::new("flow-sno-upstream");
+    let seed = HostSeed {
+        single_node: true,
+        ..HostSeed::rebooting_master()
+    };
+    let mock = sc.start_mock_upstream(&seed).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    sc.firstboot_applied_in_place();
+    let kubelet = start_kubelet(true).await;
+
+    let running = sc.spawn_agent("sno upstream boot 1", &opts("60s", Some(kubelet)));
+    let requests = wait_for_requests(&base, |r| {
+        r.iter().any(|q| {
+            q["method"] == "POST" && q["path"].as_str().is_some_and(|p| p.ends_with("/logs"))
+        })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    sc.assert_not_cleaned_up("healthy kubelet on a single node's first boot, today's upstream");
+    let run = sc.stop_agent(running).await;
+    run.assert_code(0);
+    let cluster_reads: Vec<&Value> = requests
+        .iter()
+        .filter(|q| {
+            q["method"] == "GET"
+                && q["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with(&format!("/clusters/{CLUSTER_ID}")))
+        })
+        .collect();
+    assert_eq!(cluster_reads.len(), 1, "{requests:#?}");
+    assert!(
+        cluster_reads[0]["query"]
+            .as_str()
+            .is_some_and(|q| q.contains("exclude-hosts=true")),
+        "{:?}",
+        cluster_reads[0]
+    );
+    let log = run.stderr_text();
+    assert!(log.contains("bootstraps a single-node cluster"), "{log}");
+    assert!(!log.contains("the job is over"), "{log}");
+}
+
 // Day 2: the hosted service moves the host Rebooting -> Done.
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
