@@ -9,18 +9,27 @@
 //! ledger, never a torn one.
 
 use std::fs::{self, File};
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::bounded_read::{self, Kind};
+
 pub const LEDGER_FILE: &str = "ledger.json";
 const FORMAT_VERSION: u32 = 1;
 /// Boot numbers past 2 behave like 2, so old entries are dropped beyond this
-/// (the first is always kept: it is what makes later boots "later").
-const MAX_BOOTS: usize = 16;
+/// (the first is always kept: it is what makes later boots "later"). Boot
+/// numbers saturate at `u32::MAX`: the count of dropped boots and the
+/// number never wrap back to a "first" boot.
+pub const MAX_BOOTS: usize = 16;
+/// The range of every number of seconds in a ledger (times since the epoch,
+/// uptimes, spent budget): 0 to about 3,000 years. A value outside it (or
+/// not finite) was written by no reporter; the ledger is distrusted as
+/// corrupt rather than turned into a `Duration`, which would panic.
+pub const MAX_SECS: f64 = 1e11;
 /// Wall-clock distances beyond this between the first start and a later boot
 /// are taken for a clock step (an RTC far off before NTP, a host powered off
 /// for weeks), not for time the budget spent: the time the reporter itself
@@ -84,44 +93,90 @@ impl Default for Ledger {
 }
 
 impl Ledger {
-    /// Loads the ledger; a missing file is an empty ledger. A corrupt one is
-    /// moved aside (kept for support) and replaced by an empty ledger: the
-    /// stage decision never moves backwards, so the worst outcome is a skipped
-    /// stage, never a failed install.
+    /// Loads the ledger; a missing file is an empty ledger. A corrupt one
+    /// (not JSON of the ledger's shape, an impossible value, or no ledger at
+    /// all: a FIFO, a device, over its size cap) is moved aside (kept for
+    /// support) and replaced by an empty ledger: the stage decision never
+    /// moves backwards, so the worst outcome is a skipped stage, never a
+    /// failed install. Only a disk that fails to answer is an error.
     pub fn load(state_dir: &Path) -> anyhow::Result<(Ledger, Option<String>)> {
         let path = state_dir.join(LEDGER_FILE);
-        let text = match fs::read(&path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == ErrorKind::NotFound => return Ok((Ledger::default(), None)),
-            Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
-        };
-        match serde_json::from_slice::<Ledger>(&text) {
-            Ok(ledger) if ledger.version == FORMAT_VERSION => Ok((ledger, None)),
-            Ok(ledger) => Ok((
+        let corrupt = |why: String| {
+            let aside = state_dir.join(format!("{LEDGER_FILE}.corrupt"));
+            let moved = fs::rename(&path, &aside).is_ok();
+            (
                 Ledger::default(),
                 Some(format!(
-                    "ledger {} has unknown version {}; starting afresh",
+                    "ledger {} is corrupt ({why}); {}starting afresh",
                     path.display(),
-                    ledger.version
+                    if moved {
+                        format!("kept it as {}, ", aside.display())
+                    } else {
+                        String::new()
+                    }
+                )),
+            )
+        };
+        let bytes = match bounded_read::read(&path, Kind::Ledger) {
+            Ok(Some(contents)) => contents.bytes,
+            Ok(None) => return Ok((Ledger::default(), None)),
+            Err(err) if err.is_bad_content() => return Ok(corrupt(err.to_string())),
+            Err(err) => return Err(err.into()),
+        };
+        match Ledger::parse(&bytes) {
+            Ok(ledger) => Ok((ledger, None)),
+            Err(LedgerError::Version(version)) => Ok((
+                Ledger::default(),
+                Some(format!(
+                    "ledger {} has unknown version {version}; starting afresh",
+                    path.display(),
                 )),
             )),
-            Err(err) => {
-                let aside = state_dir.join(format!("{LEDGER_FILE}.corrupt"));
-                let moved = fs::rename(&path, &aside).is_ok();
-                Ok((
-                    Ledger::default(),
-                    Some(format!(
-                        "ledger {} is corrupt ({err}); {}starting afresh",
-                        path.display(),
-                        if moved {
-                            format!("kept it as {}, ", aside.display())
-                        } else {
-                            String::new()
-                        }
-                    )),
-                ))
+            Err(err) => Ok(corrupt(err.to_string())),
+        }
+    }
+
+    /// A ledger from its bytes, every value range-checked (the fuzz
+    /// target's way in).
+    pub fn parse(bytes: &[u8]) -> Result<Ledger, LedgerError> {
+        let ledger: Ledger = serde_json::from_slice(bytes).map_err(LedgerError::Json)?;
+        if ledger.version != FORMAT_VERSION {
+            return Err(LedgerError::Version(ledger.version));
+        }
+        ledger.check().map_err(LedgerError::Impossible)?;
+        Ok(ledger)
+    }
+
+    /// Every value a run computes with is one a reporter could have
+    /// written; the first that is not, named.
+    pub fn check(&self) -> Result<(), String> {
+        fn secs(name: &str, value: f64) -> Result<(), String> {
+            if value.is_finite() && (0.0..=MAX_SECS).contains(&value) {
+                Ok(())
+            } else {
+                Err(format!("{name} = {value:e}"))
             }
         }
+        if let Some(first) = self.first_start_unix {
+            secs("first_start_unix", first)?;
+        }
+        secs("spent_checkpoint_secs", self.spent_checkpoint_secs)?;
+        if self.boots.len() > MAX_BOOTS {
+            return Err(format!(
+                "{} boots, more than the {MAX_BOOTS} a ledger keeps",
+                self.boots.len()
+            ));
+        }
+        for boot in &self.boots {
+            if !is_boot_id(&boot.boot_id) {
+                return Err("a boot_id that is not a boot ID".into());
+            }
+            secs("first_seen_uptime_secs", boot.first_seen_uptime_secs)?;
+            if let Some(spent) = boot.spent_at_first_seen_secs {
+                secs("spent_at_first_seen_secs", spent)?;
+            }
+        }
+        Ok(())
     }
 
     /// Records `boot_id` if new and returns its boot number (1 = first boot
@@ -145,11 +200,16 @@ impl Ledger {
             });
             if self.boots.len() > MAX_BOOTS {
                 self.boots.remove(1);
-                self.dropped += 1;
+                self.dropped = self.dropped.saturating_add(1);
             }
             self.boots.len() - 1
         };
-        let number = u32::try_from(index).unwrap_or(u32::MAX - 1) + 1 + self.dropped;
+        // Saturates: a wrapped number would make a later boot look like the
+        // first and report a stage backwards.
+        let number = u32::try_from(index)
+            .unwrap_or(u32::MAX)
+            .saturating_add(1)
+            .saturating_add(self.dropped);
         (number, &self.boots[index])
     }
 
@@ -183,7 +243,7 @@ impl Ledger {
                 .filter(|seen| now_unix - seen >= 1.0)
                 .unwrap_or(now_unix)
         });
-        let floor = self.spent_checkpoint_secs.max(0.0);
+        let floor = clamp_secs(self.spent_checkpoint_secs);
         let mut warning = None;
         let Some(boot) = self.boots.iter_mut().find(|b| b.boot_id == boot_id) else {
             return (Duration::from_secs_f64(floor), None);
@@ -208,7 +268,7 @@ impl Ledger {
             boot.spent_at_first_seen_secs = Some(spent);
             spent
         };
-        (Duration::from_secs_f64(spent.max(0.0)), warning)
+        (Duration::from_secs_f64(clamp_secs(spent)), warning)
     }
 
     /// Raises the floor of spent budget (never lowers it).
@@ -254,6 +314,28 @@ impl Ledger {
     }
 }
 
+/// `secs` inside the range a `Duration` is made from. [`Ledger::check`]
+/// refuses ledgers outside it; this keeps a ledger built in memory (or a
+/// sum of checked values) from ever panicking either.
+fn clamp_secs(secs: f64) -> f64 {
+    if secs.is_nan() {
+        0.0
+    } else {
+        secs.clamp(0.0, MAX_SECS)
+    }
+}
+
+/// Why a ledger's bytes are not a ledger this reporter can use.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("{0}")]
+    Json(serde_json::Error),
+    #[error("unknown version {0}")]
+    Version(u32),
+    #[error("an impossible value: {0}")]
+    Impossible(String),
+}
+
 fn describe_secs(secs: f64) -> String {
     let sign = if secs < 0.0 { "-" } else { "" };
     format!(
@@ -291,24 +373,31 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
 
 /// The kernel's ID of the running boot, under the sysroot.
 pub fn read_boot_id(path: &Path) -> anyhow::Result<String> {
-    let text =
-        fs::read_to_string(path).with_context(|| format!("reading boot ID {}", path.display()))?;
-    let id = text.trim();
+    let text = bounded_read::read_text(path, Kind::Value)?
+        .with_context(|| format!("boot ID {} does not exist", path.display()))?;
+    let id = text.text.trim();
     anyhow::ensure!(
-        !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-'),
+        is_boot_id(id),
         "boot ID in {} is not a UUID",
         path.display()
     );
     Ok(id.to_owned())
 }
 
+/// The shape of a kernel boot ID (a UUID; any hex and dashes up to 64).
+fn is_boot_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+}
+
 /// Seconds since boot (CLOCK_BOOTTIME as the kernel reports it).
 pub fn read_uptime(path: &Path) -> anyhow::Result<f64> {
-    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    text.split_whitespace()
+    let text = bounded_read::read_text(path, Kind::Value)?
+        .with_context(|| format!("{} does not exist", path.display()))?;
+    text.text
+        .split_whitespace()
         .next()
         .and_then(|v| v.parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
+        .filter(|v| v.is_finite() && (0.0..=MAX_SECS).contains(v))
         .with_context(|| format!("parsing {}", path.display()))
 }
 
@@ -394,6 +483,56 @@ mod tests {
         let (spent, w) = ledger.budget_spent("boot3", at(365 * 24 * 3600), Some(0.0));
         assert_eq!(spent.as_secs(), 900);
         assert!(w.is_some());
+    }
+
+    #[test]
+    fn impossible_values_are_distrusted_and_boot_numbers_saturate() {
+        let boot = r#""boot_id":"3f0c9a4e-4b8e-4d5c-9a0b-1c2d3e4f5a6b","first_seen":"t""#;
+        let many = vec![format!(r#"{{{boot},"first_seen_uptime_secs":1}}"#); MAX_BOOTS + 1];
+        for bad in [
+            r#"{"version":1,"boots":[],"spent_checkpoint_secs":1e300}"#.to_owned(),
+            r#"{"version":1,"boots":[],"first_start_unix":-1}"#.to_owned(),
+            format!(r#"{{"version":1,"boots":[{{{boot},"first_seen_uptime_secs":-1e300}}]}}"#),
+            format!(
+                r#"{{"version":1,"boots":[{{{boot},"first_seen_uptime_secs":1,"spent_at_first_seen_secs":1e12}}]}}"#
+            ),
+            r#"{"version":1,"boots":[{"boot_id":"../x","first_seen":"t","first_seen_uptime_secs":1}]}"#
+                .to_owned(),
+            format!(r#"{{"version":1,"boots":[{}]}}"#, many.join(",")),
+        ] {
+            assert!(
+                matches!(Ledger::parse(bad.as_bytes()), Err(LedgerError::Impossible(_))),
+                "{bad}"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join(LEDGER_FILE),
+            r#"{"version":1,"boots":[],"spent_checkpoint_secs":1e300}"#,
+        )
+        .unwrap();
+        let (ledger, warning) = Ledger::load(dir.path()).unwrap();
+        assert_eq!(ledger, Ledger::default());
+        assert!(warning.unwrap().contains("spent_checkpoint_secs = 1e300"));
+
+        let mut ledger = Ledger {
+            dropped: u32::MAX - 1,
+            ..Ledger::default()
+        };
+        for i in 0..=MAX_BOOTS + 2 {
+            let (n, _) = ledger.observe(&format!("{i:04x}"), String::new(), 0.0);
+            assert!(n >= 2, "boot {i} numbered {n}");
+        }
+        assert_eq!(ledger.dropped, u32::MAX);
+        assert_eq!(ledger.observe("ffff", String::new(), 0.0).0, u32::MAX);
+        // Built in memory, out of range: still no panic.
+        let mut ledger = Ledger {
+            spent_checkpoint_secs: f64::INFINITY,
+            ..Ledger::default()
+        };
+        ledger.observe("a", String::new(), -1e300);
+        let (spent, _) = ledger.budget_spent("a", at(0), Some(1e300));
+        assert!(spent.as_secs_f64() <= MAX_SECS);
     }
 
     #[test]

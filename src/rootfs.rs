@@ -1,7 +1,8 @@
 //! Host files under a sysroot, opened so that nothing the host put on disk
 //! can lead a reader outside the root or hang it. Every reader of host files
 //! (the collectors, the records summary, `collect`'s boot ID) goes through
-//! here.
+//! here; the reporter's own files (the contract, its ledger) are
+//! `bounded_read`'s.
 //!
 //! A path is walked one component at a time from a handle on the root, each
 //! component opened with `O_PATH | O_NOFOLLOW`: a symlink met on the way is

@@ -3,8 +3,10 @@
 //! discovery agent left. Never panics; what it returns can be used (a
 //! non-empty token, and the token among the strings the bundle scrubs); an
 //! error never quotes the input, so a malformed pull secret cannot end up in
-//! the journal.
+//! the journal. A byte order mark in front changes nothing (the file reader,
+//! `bounded_read`, strips one; the parser does too, for the environment).
 
+use assisted_boot_reporter::bounded_read::strip_bom;
 use assisted_boot_reporter::contract::parse_credentials;
 use libfuzzer_sys::fuzz_target;
 
@@ -19,6 +21,14 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    if strip_bom(text.trim_start()) == text.trim_start() {
+        let outcome = |t: &str| parse_credentials(t).map(|c| c.token.expose().to_owned());
+        assert_eq!(
+            outcome(&format!("\u{feff}{text}")),
+            outcome(text),
+            "a byte order mark changed the outcome"
+        );
+    }
     match parse_credentials(text) {
         Ok(creds) => {
             let token = creds.token.expose();

@@ -17,11 +17,10 @@ use crate::cleanup::CleanupPlan;
 use crate::config::Paths;
 use crate::stage::{self, Decision};
 
-/// Extra time the last bundle may take after the deadline: a quarter of the
-/// budget, within these bounds, so a stalled service cannot stretch the end
-/// much and a short budget still leaves time to collect.
+/// The longest grace: a stalled service cannot stretch the end much.
 const FINAL_UPLOAD_GRACE: Duration = Duration::from_secs(120);
-
+/// The shortest grace: a bundle needs seconds to collect and upload,
+/// however short the budget.
 const MIN_FINAL_UPLOAD_GRACE: Duration = Duration::from_secs(15);
 
 /// How long the exit waits for blocking threads (a collector on a hung file
@@ -33,11 +32,20 @@ pub(super) const EXIT_WAIT: Duration = Duration::from_secs(2);
 /// on a sane host. Within a short grace, a quarter of it.
 const SYSTEMCTL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The final grace: how long the end of the job (last bundle with its
+/// spread wait, cleanup, exit) may take from the moment the job ends, and
+/// never past the budget's deadline plus it. A quarter of the budget, at
+/// least 15 s, at most 2 min; docs/design.md ("One time budget") states the
+/// same rule.
+pub(super) fn final_grace(budget: Duration) -> Duration {
+    (budget / 4).clamp(MIN_FINAL_UPLOAD_GRACE, FINAL_UPLOAD_GRACE)
+}
+
 impl Reporter {
-    /// What the end of the job (last bundle and cleanup) may take beyond
-    /// the deadline.
+    /// What the end of the job (last bundle and cleanup) may take once it
+    /// starts: [`final_grace`] of this run's budget.
     pub(super) fn final_grace(&self) -> Duration {
-        (self.config.timeout / 4).clamp(MIN_FINAL_UPLOAD_GRACE, FINAL_UPLOAD_GRACE)
+        final_grace(self.config.timeout)
     }
 
     /// When the end of a job starting now must be over: a grace from now,
@@ -72,12 +80,21 @@ impl Reporter {
     }
 
     async fn finish_by(&mut self, why: &str, end: Instant) {
+        let grace = self.final_grace();
         if self.may_ship() {
-            tracing::info!("{why}: shipping the last bundle and cleaning up");
+            // Said once, with the rule: a run that goes on past its
+            // `--timeout` is explained in its own log.
+            tracing::info!(
+                "{why}: shipping the last bundle within a grace of {} (a quarter of the \
+                 budget, at least {}, at most {}), then cleaning up",
+                humantime::format_duration(grace),
+                humantime::format_duration(MIN_FINAL_UPLOAD_GRACE),
+                humantime::format_duration(FINAL_UPLOAD_GRACE),
+            );
         } else {
             tracing::info!("{why}: cleaning up ({})", self.why_no_bundle());
         }
-        let systemctl_timeout = SYSTEMCTL_TIMEOUT.min(self.final_grace() / 4);
+        let systemctl_timeout = SYSTEMCTL_TIMEOUT.min(grace / 4);
         let now = Instant::now();
         let until = end
             .checked_sub(systemctl_timeout + EXIT_WAIT)
@@ -180,4 +197,18 @@ pub(super) async fn finish_interrupted_cleanup(paths: Paths) {
         systemctl_timeout: SYSTEMCTL_TIMEOUT,
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grace_is_a_quarter_of_the_budget_within_15_s_and_2_min() {
+        let secs = |s| final_grace(Duration::from_secs(s)).as_secs();
+        assert_eq!(secs(4), 15, "a short budget still leaves time to collect");
+        assert_eq!(secs(60), 15);
+        assert_eq!(secs(240), 60);
+        assert_eq!(secs(3600), 120, "a stalled service cannot stretch the end");
+    }
 }

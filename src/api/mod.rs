@@ -193,8 +193,9 @@ impl Client {
             builder = builder.proxy(proxy);
         }
         if let Some(path) = &settings.ca_cert {
-            let pem = std::fs::read(path)
-                .with_context(|| format!("reading CA bundle {}", path.display()))?;
+            let pem = crate::bounded_read::read(path, crate::bounded_read::Kind::CaBundle)?
+                .with_context(|| format!("CA bundle {} does not exist", path.display()))?
+                .bytes;
             let certs = reqwest::Certificate::from_pem_bundle(&pem)
                 .with_context(|| format!("parsing CA bundle {}", path.display()))?;
             anyhow::ensure!(

@@ -16,6 +16,7 @@ use std::time::Duration;
 use reqwest::Url;
 use uuid::Uuid;
 
+use crate::bounded_read::{Kind, ReadError};
 use crate::contract::{self, env, files, parse_credentials, ContractError, Credentials};
 use crate::proxy::{NoProxy, ProxySettings, ProxyUrl};
 use crate::retry::RetryPolicy;
@@ -50,18 +51,16 @@ pub enum ConfigError {
         source_name: String,
         reason: String,
     },
-    #[error("reading {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A file of the configuration could not be read, or is no file the
+    /// contract allows (a FIFO, a device, over its size cap).
+    #[error(transparent)]
+    Read(#[from] ReadError),
 }
 
 impl From<ContractError> for ConfigError {
     fn from(err: ContractError) -> Self {
         match err {
-            ContractError::Io { path, source } => ConfigError::Io { path, source },
+            ContractError::Read(err) => ConfigError::Read(err),
             ContractError::Invalid { what, path, reason } => ConfigError::Invalid {
                 what,
                 source_name: path.display().to_string(),
@@ -409,6 +408,10 @@ fn parse_service_url(found: &Found) -> Result<Url, ConfigError> {
     Ok(url)
 }
 
+/// A budget or an interval longer than this is a typo, not a wish; far
+/// longer ones would overflow the clock the agent schedules with.
+const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 60 * 60);
+
 fn resolve_duration(
     what: &'static str,
     flag: Option<Duration>,
@@ -416,17 +419,29 @@ fn resolve_duration(
     from_file: Option<Found>,
     default: Duration,
 ) -> Result<Duration, ConfigError> {
-    if let Some(value) = flag {
-        return Ok(value);
-    }
-    match from_env.or(from_file) {
-        Some(found) => parse_minutes(&found.value).map_err(|reason| ConfigError::Invalid {
+    let (value, source_name) = match (flag, from_env.or(from_file)) {
+        (Some(value), _) => (value, format!("--{}", what.replace(' ', "-"))),
+        (None, Some(found)) => {
+            let value = parse_minutes(&found.value).map_err(|reason| ConfigError::Invalid {
+                what,
+                source_name: found.from.clone(),
+                reason,
+            })?;
+            (value, found.from)
+        }
+        (None, None) => return Ok(default),
+    };
+    if value > MAX_DURATION {
+        return Err(ConfigError::Invalid {
             what,
-            source_name: found.from,
-            reason,
-        }),
-        None => Ok(default),
+            source_name,
+            reason: format!(
+                "{} is longer than a year",
+                humantime::format_duration(value)
+            ),
+        });
     }
+    Ok(value)
 }
 
 /// The spread is zero or more (zero: no delay), in whole seconds or a
@@ -498,16 +513,18 @@ fn resolve_credentials(
 ) -> Result<Option<Credentials>, ConfigError> {
     let (text, from) = if let Some(path) = &args.pull_secret_file {
         let text =
-            contract::read_secret_file(path, warnings)?.ok_or_else(|| ConfigError::Missing {
-                what: "pull secret",
-                looked_in: vec![format!("--pull-secret-file {}", path.display())],
+            contract::read_secret_file(path, Kind::PullSecret, warnings)?.ok_or_else(|| {
+                ConfigError::Missing {
+                    what: "pull secret",
+                    looked_in: vec![format!("--pull-secret-file {}", path.display())],
+                }
             })?;
         (text, format!("--pull-secret-file {}", path.display()))
     } else if let Some(value) = getenv(env::TOKEN) {
         (value, env::TOKEN.to_owned())
     } else {
         let path = dir.path(files::PULL_SECRET);
-        let Some(text) = contract::read_secret_file(&path, warnings)? else {
+        let Some(text) = contract::read_secret_file(&path, Kind::PullSecret, warnings)? else {
             warnings.push(format!(
                 "no agent token configured (looked in {}, {}): requests carry no X-Secret-Key, \
                  which only an assisted-service without authentication accepts",
@@ -971,6 +988,30 @@ mod tests {
             err.contains("--upload-spread") && err.contains("longer than a day"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_budget_or_interval_past_a_year_is_refused_naming_its_source() {
+        let dir = contract_dir();
+        write(
+            dir.path(),
+            files::TUNABLES,
+            "SERVICE_TIMEOUT_MINUTES=300000000000000000\n",
+            0o644,
+        );
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid timeout") && err.contains("reporter.conf"),
+            "{err}"
+        );
+        assert!(err.contains("longer than a year"), "{err}");
+        let mut run = args(dir.path());
+        run.upload_interval = Some(Duration::from_secs(400 * 24 * 3600));
+        run.timeout = Some(Duration::from_secs(3600));
+        let err = Config::resolve(&run, &env_of(&[])).unwrap_err().to_string();
+        assert!(err.contains("--upload-interval"), "{err}");
     }
 
     #[test]

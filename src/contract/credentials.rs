@@ -34,7 +34,10 @@ const CLOUD_REGISTRY: &str = "cloud.openshift.com";
 /// The token is the raw `auth` of `cloud.openshift.com`, sent as-is (still
 /// base64): that is what the hosted service expects.
 pub fn parse_credentials(text: &str) -> Result<Credentials, String> {
-    let trimmed = text.trim();
+    // A byte order mark (a pull secret saved by a Windows editor) is no part
+    // of the JSON or the token; the file reader strips it too, but not the
+    // environment's PULL_SECRET_TOKEN.
+    let trimmed = crate::bounded_read::strip_bom(text.trim_start()).trim();
     if trimmed.is_empty() {
         return Err("it is empty".into());
     }
@@ -116,6 +119,10 @@ mod tests {
         );
         assert!(parse_credentials("").unwrap_err().contains("empty"));
         assert!(parse_credentials("two words").is_err());
+        let creds =
+            parse_credentials("\u{feff}{\"auths\":{\"cloud.openshift.com\":{\"auth\":\"tok\"}}}")
+                .unwrap();
+        assert_eq!(creds.token.expose(), "tok");
         let err = parse_credentials(r#"{"auths":{"quay.io":{"auth":"eA=="}}}"#).unwrap_err();
         assert!(err.contains("cloud.openshift.com"), "{err}");
         let err = parse_credentials(r#"{"auths": {"cloud.openshift.com": {"auth": "SECRETVALUE""#)

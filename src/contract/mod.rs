@@ -12,13 +12,11 @@ mod layout;
 pub mod proxy_env;
 pub mod tunables;
 
-use std::fs;
-use std::io::ErrorKind;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
 
+use crate::bounded_read::{self, Kind, ReadError};
 use crate::rootfs::under_root;
 
 pub use credentials::{parse_credentials, Credentials};
@@ -28,12 +26,10 @@ pub use tunables::{check_tunables, Tunables};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ContractError {
-    #[error("reading {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The file could not be read, or what stands there is no contract file
+    /// (a FIFO, a device, over its size cap); the message names the path.
+    #[error(transparent)]
+    Read(#[from] ReadError),
     #[error("invalid {what} {path}: {reason}")]
     Invalid {
         what: &'static str,
@@ -74,24 +70,19 @@ impl Dir {
 
     /// A one-value file, trimmed; absent or empty means "not set here".
     pub fn read(&self, file: &str) -> Result<Option<String>, ContractError> {
-        let path = self.path(file);
-        match fs::read_to_string(&path) {
-            Ok(text) if text.trim().is_empty() => Ok(None),
-            Ok(text) => Ok(Some(text.trim().to_owned())),
-            Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(ContractError::Io { path, source }),
-        }
+        let text = bounded_read::read_text(&self.path(file), Kind::Value)?;
+        Ok(text
+            .map(|t| t.text.trim().to_owned())
+            .filter(|t| !t.is_empty()))
     }
 
     /// `reporter.conf`, or no tunables when it is absent.
     pub fn tunables(&self) -> Result<Tunables, ContractError> {
         let path = self.path(files::TUNABLES);
-        let text = match fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Tunables::default()),
-            Err(source) => return Err(ContractError::Io { path, source }),
+        let Some(text) = bounded_read::read_text(&path, Kind::Settings)? else {
+            return Ok(Tunables::default());
         };
-        tunables::parse(&text).map_err(|reason| ContractError::Invalid {
+        tunables::parse(&text.text).map_err(|reason| ContractError::Invalid {
             what: "tunables file",
             path,
             reason,
@@ -102,7 +93,7 @@ impl Dir {
     /// when its mode lets others read it.
     pub fn proxy_env(&self, warnings: &mut Vec<String>) -> Result<ProxyEnv, ContractError> {
         let path = self.path(files::PROXY);
-        match read_secret_file(&path, warnings)? {
+        match read_secret_file(&path, Kind::Settings, warnings)? {
             Some(text) => proxy_env::parse(&text).map_err(|reason| ContractError::Invalid {
                 what: "proxy file",
                 path,
@@ -115,38 +106,28 @@ impl Dir {
     /// The pull secret's text, or `None` when there is none; warns when its
     /// mode lets others read it.
     pub fn pull_secret(&self, warnings: &mut Vec<String>) -> Result<Option<String>, ContractError> {
-        read_secret_file(&self.path(files::PULL_SECRET), warnings)
+        read_secret_file(&self.path(files::PULL_SECRET), Kind::PullSecret, warnings)
     }
 }
 
-/// Reads a secret file, warning when its mode lets anyone but the owner read it.
+/// Reads a secret file, warning when the mode of the inode read lets anyone
+/// but the owner read it.
 pub fn read_secret_file(
     path: &Path,
+    kind: Kind,
     warnings: &mut Vec<String>,
 ) -> Result<Option<String>, ContractError> {
-    let meta = match fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(ContractError::Io {
-                path: path.to_owned(),
-                source,
-            })
-        }
+    let Some(read) = bounded_read::read_text(path, kind)? else {
+        return Ok(None);
     };
-    let mode = meta.permissions().mode() & 0o777;
+    let mode = read.mode & 0o777;
     if mode & 0o077 != 0 {
         warnings.push(format!(
             "SECRET FILE {} HAS MODE {mode:04o}: other users can read the agent token; it must be 0600",
             path.display()
         ));
     }
-    fs::read_to_string(path)
-        .map(Some)
-        .map_err(|source| ContractError::Io {
-            path: path.to_owned(),
-            source,
-        })
+    Ok(Some(read.text))
 }
 
 /// What one host's contract holds, for writing it.
@@ -209,6 +190,7 @@ pub fn entries(values: &Values<'_>) -> Vec<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn host_id_is_removed_last_and_every_file_is_removed() {
