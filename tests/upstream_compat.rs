@@ -1442,6 +1442,79 @@ async fn admin_api_refuses_cross_site_requests() {
     m.server.shutdown().await;
 }
 
+/// DNS rebinding: a page on `evil.example` whose name now resolves to the
+/// mock's address sends `Host: evil.example:PORT`; the admin API (reads
+/// included: `/admin/state` holds the minted tokens) answers only requests
+/// addressed to an IP address or `localhost`. The machine-config admin
+/// route has the same guards as the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_api_refuses_rebound_hosts_and_guards_machine_configs() {
+    let m = start(Mode::Enhanced).await;
+    let port = m.base.rsplit(':').next().unwrap().to_owned();
+    let rebound = format!("evil.example:{port}");
+    let a = send(
+        client()
+            .get(format!("{}/admin/state", m.base))
+            .header("Host", rebound.clone()),
+    )
+    .await;
+    assert_eq!(a.status, 403);
+    let a = send(
+        client()
+            .post(format!("{}/admin/hosts/{MASTER}/stage", m.base))
+            .header("Host", rebound.clone())
+            .json(&json!({"current_stage": "Done"})),
+    )
+    .await;
+    assert_eq!(a.status, 403);
+    let a = send(
+        client()
+            .get(format!("{}/admin/machine-configs", m.base))
+            .header("Host", rebound),
+    )
+    .await;
+    assert_eq!(a.status, 403);
+    let config = json!({"ignition": {"version": "3.2.0"}}).to_string();
+    let a = send(
+        client()
+            .put(format!("{}/admin/machine-configs/worker", m.base))
+            .header("Origin", "http://evil.example")
+            .header("Content-Type", "application/json")
+            .body(config.clone()),
+    )
+    .await;
+    assert_eq!(a.status, 403);
+    let a = send(
+        client()
+            .put(format!("{}/admin/machine-configs/worker", m.base))
+            .header("Content-Type", "text/plain")
+            .body(config.clone()),
+    )
+    .await;
+    assert_eq!(a.status, 415);
+    assert_eq!(
+        state_host(&m.base, MASTER).await["current_stage"],
+        "Configuring"
+    );
+    // Addressed by IP or `localhost`, with JSON: they pass.
+    let a = send(
+        client()
+            .get(format!("{}/admin/state", m.base))
+            .header("Host", format!("localhost:{port}")),
+    )
+    .await;
+    assert_eq!(a.status, 200);
+    let a = send(
+        client()
+            .put(format!("{}/admin/machine-configs/worker", m.base))
+            .header("Content-Type", "application/json")
+            .body(config),
+    )
+    .await;
+    assert!(a.status < 300, "{}", a.status);
+    m.server.shutdown().await;
+}
+
 // ---------------------------------------------------------------------------
 // The integration document is what the enhanced mock implements
 

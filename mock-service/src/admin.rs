@@ -5,10 +5,10 @@
 use std::time::SystemTime;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Request, State};
-use axum::http::{header, Method, StatusCode};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::middleware;
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
@@ -19,6 +19,7 @@ use crate::api::{bundle_filename, serve_bundle};
 use crate::browse::parse_key;
 use crate::error::ApiError;
 use crate::faults::Fault;
+use crate::guard;
 use crate::model::{self, Mode, ProgressError, Stage, World};
 use crate::requests::RequestRecord;
 use crate::rfc3339::fmt_time;
@@ -46,59 +47,7 @@ pub fn router() -> Router<Shared> {
             "/admin/bundles/{cluster_id}/{host_id}/{logs_type}",
             get(download_bundle),
         )
-        .route_layer(middleware::from_fn(refuse_cross_site))
-}
-
-/// The admin API has no auth, so a page on another site must not be able to
-/// drive it through the user's browser: a state change needs a same-site
-/// request (`Sec-Fetch-Site`, `Origin`) and, with a body, a JSON content
-/// type, which a cross-site form or `text/plain` fetch cannot send without a
-/// CORS preflight the mock never answers.
-async fn refuse_cross_site(req: Request, next: Next) -> Response {
-    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
-        return next.run(req).await;
-    }
-    let headers = req.headers();
-    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(site) = text(header::HeaderName::from_static("sec-fetch-site")) {
-        if !matches!(site, "same-origin" | "none") {
-            return forbidden(&format!(
-                "cross-site admin request refused (Sec-Fetch-Site: {site})"
-            ));
-        }
-    }
-    if let Some(origin) = text(header::ORIGIN) {
-        let host = text(header::HOST).unwrap_or("");
-        let same = origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"))
-            .is_some_and(|o| !host.is_empty() && o == host);
-        if !same {
-            return forbidden(&format!(
-                "cross-site admin request refused (Origin: {origin})"
-            ));
-        }
-    }
-    if *req.method() != Method::DELETE {
-        let json = text(header::CONTENT_TYPE).is_some_and(|c| {
-            c.split(';')
-                .next()
-                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-        });
-        if !json {
-            return ApiError::Error(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "admin requests that change state need Content-Type: application/json".into(),
-            )
-            .into_response();
-        }
-    }
-    next.run(req).await
-}
-
-fn forbidden(reason: &str) -> Response {
-    tracing::warn!("{reason}");
-    ApiError::Error(StatusCode::FORBIDDEN, reason.to_owned()).into_response()
+        .route_layer(middleware::from_fn(guard::refuse_cross_site))
 }
 
 fn parse_json<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {

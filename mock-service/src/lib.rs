@@ -15,6 +15,7 @@ mod browse;
 mod error;
 mod facts;
 mod faults;
+mod guard;
 mod mcs;
 mod model;
 mod monitor;

@@ -45,12 +45,17 @@ struct Fetch {
 pub fn router<S>() -> Router<S> {
     Router::new()
         .route("/config/{pool}", get(serve_config))
-        .route("/admin/machine-configs", get(admin_view))
+        .route(
+            "/admin/machine-configs",
+            get(admin_view).layer(axum::middleware::from_fn(crate::guard::refuse_rebound_host)),
+        )
         .route(
             "/admin/machine-configs/{pool}",
             // axum's default (2 MiB) is below what a config may hold;
             // above this limit axum answers 413 itself.
-            put(set_config).layer(DefaultBodyLimit::max(MAX_CONFIG_BYTES)),
+            put(set_config)
+                .layer(DefaultBodyLimit::max(MAX_CONFIG_BYTES))
+                .layer(axum::middleware::from_fn(crate::guard::refuse_cross_site)),
         )
         .with_state(Arc::new(Configs::default()))
 }
