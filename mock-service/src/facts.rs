@@ -6,13 +6,16 @@
 //! `internal/operators/manager.go`). Generated once per seed from the
 //! hosts' ids, names and roles, so every list is deterministic and about as
 //! large as the real service's: a host's inventory alone is several KiB.
+//!
+//! A layer below the model: it knows none of its types. The caller places
+//! each group of hosts that share a subnet ([`place_group`]) and describes a
+//! host by the few fields its facts are made of ([`HostInput`]).
 
 use std::net::Ipv4Addr;
 
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::model::{Cluster, Host, HostKind, Role};
 use crate::wire;
 
 /// The images the discovery agent reports pulling (`images_status`).
@@ -43,6 +46,21 @@ pub struct Placement {
     pub peers: Vec<Peer>,
     /// The agent's last step-request time (unix seconds).
     pub timestamp: i64,
+}
+
+/// What a host's facts are made of, read off the caller's host row.
+#[derive(Clone, Copy, Debug)]
+pub struct HostInput<'a> {
+    pub id: Uuid,
+    /// The role the validation messages name: the host's `host-role`, or
+    /// `master` for a bootstrap host still set to `auto-assign`.
+    pub role: &'a str,
+    /// A master, an arbiter or the bootstrap host: sized like one.
+    pub control_plane: bool,
+    pub single_node: bool,
+    /// Added to an installed cluster (`AddToExistingClusterHost`).
+    pub day2: bool,
+    pub placement: &'a Placement,
 }
 
 /// The JSON strings of one host, as stored upstream.
@@ -80,15 +98,8 @@ pub fn ingress_vip(subnet: u8) -> Ipv4Addr {
 }
 
 /// `<name>.<base domain>`: the cluster's DNS zone.
-pub fn cluster_domain(cluster: &Cluster) -> String {
-    format!(
-        "{}.{}",
-        cluster.name,
-        cluster
-            .base_dns_domain
-            .as_deref()
-            .unwrap_or(DEFAULT_BASE_DOMAIN)
-    )
+pub fn cluster_domain(name: &str, base_dns_domain: Option<&str>) -> String {
+    format!("{name}.{}", base_dns_domain.unwrap_or(DEFAULT_BASE_DOMAIN))
 }
 
 /// A stable small number from an id, for serials and speeds.
@@ -223,7 +234,7 @@ const CPU_FLAGS: &[&str] = &[
 
 /// What a host's inventory is built from.
 struct Shape<'a> {
-    host: &'a Host,
+    host: &'a HostInput<'a>,
     hostname: &'a str,
     ip: Ipv4Addr,
     mac: &'a str,
@@ -236,8 +247,7 @@ fn disk_path_id() -> (&'static str, &'static str) {
 
 fn inventory(s: &Shape<'_>) -> Value {
     let n = id_number(s.host.id);
-    let control_plane = matches!(s.host.role, Role::Master | Role::Arbiter) || s.host.bootstrap;
-    let (cpus, memory_gib) = match (control_plane, s.host.single_node) {
+    let (cpus, memory_gib) = match (s.host.control_plane, s.host.single_node) {
         (_, true) => (16_i64, 64_i64),
         (true, false) => (8, 32),
         (false, false) => (4, 16),
@@ -419,13 +429,9 @@ pub fn validations_text(groups: &[(&str, Vec<(String, String)>)]) -> String {
 
 /// `validations_info`: every check passed, as for a host that was allowed
 /// to install. A map, so `json.Marshal` sorts the groups.
-fn validations(host: &Host, hostname: &str, domain: Option<&str>) -> String {
-    let role = if host.bootstrap && host.role == Role::AutoAssign {
-        "master"
-    } else {
-        host.role.as_str()
-    };
-    let day2 = host.kind == HostKind::AddToExistingClusterHost;
+fn validations(host: &HostInput<'_>, hostname: &str, domain: Option<&str>) -> String {
+    let role = host.role;
+    let day2 = host.day2;
     let single_node = host.single_node;
     let platform = if single_node { "none" } else { "baremetal" };
     let hardware = vec![
@@ -673,83 +679,62 @@ fn connectivity(my_ip: Ipv4Addr, peers: &[Peer]) -> Value {
 
 /// The inventory's hostname: the requested one, or what a DHCP-less live
 /// ISO reports, the MAC address with dashes.
-fn hostname_of(host: &Host, mac: &str) -> String {
-    if host.requested_hostname.is_empty() {
+fn hostname_of(requested_hostname: &str, mac: &str) -> String {
+    if requested_hostname.is_empty() {
         mac.replace(':', "-")
     } else {
-        host.requested_hostname.clone()
+        requested_hostname.to_owned()
     }
 }
 
-/// Places every host. Hosts of one cluster (or of one unbound infra-env)
-/// share a /24 and list each other (up to [`MAX_PEERS`]) in their
-/// connectivity report.
-pub fn place(
-    hosts: &mut [Host],
-    clusters: &[Cluster],
-    infra_env_ids: &[Uuid],
-    seeded_at_unix: i64,
-) {
-    let mut groups: Vec<(Option<Uuid>, Uuid, Vec<usize>)> = Vec::new();
-    for (i, h) in hosts.iter().enumerate() {
-        let key = (
-            h.cluster_id,
-            if h.cluster_id.is_some() {
-                Uuid::nil()
-            } else {
-                h.infra_env_id
-            },
-        );
-        match groups.iter_mut().find(|g| (g.0, g.1) == key) {
-            Some(g) => g.2.push(i),
-            None => groups.push((key.0, key.1, vec![i])),
-        }
-    }
-    for (cluster_id, infra_env_id, members) in groups {
-        let cluster = cluster_id.and_then(|c| clusters.iter().find(|x| x.id == c));
-        let subnet = match cluster_id {
-            Some(c) => subnet_of(clusters.iter().position(|x| x.id == c).unwrap_or(0), true),
-            None => subnet_of(
-                infra_env_ids
-                    .iter()
-                    .position(|e| *e == infra_env_id)
-                    .unwrap_or(0),
-                false,
-            ),
-        };
-        let all: Vec<Peer> = members
-            .iter()
-            .enumerate()
-            .map(|(k, &i)| Peer {
-                id: hosts[i].id,
-                ip: Ipv4Addr::new(192, 168, subnet, u8::try_from(10 + k % 240).unwrap_or(10)),
-                mac: mac_of(hosts[i].id),
-            })
-            .collect();
-        let n = all.len();
-        for (k, &i) in members.iter().enumerate() {
+/// Places one group of hosts: those of one cluster (or of one unbound
+/// infra-env), given in seed order as `(id, requested hostname)`. They
+/// share the /24 `subnet` and list each other (up to [`MAX_PEERS`]) in
+/// their connectivity report; `domain` is the cluster's
+/// ([`cluster_domain`]), none for an unbound infra-env. One placement per
+/// member, in the same order.
+pub fn place_group(
+    members: &[(Uuid, &str)],
+    subnet: u8,
+    domain: Option<&str>,
+    timestamp: i64,
+) -> Vec<Placement> {
+    let all: Vec<Peer> = members
+        .iter()
+        .enumerate()
+        .map(|(k, &(id, _))| Peer {
+            id,
+            ip: Ipv4Addr::new(192, 168, subnet, u8::try_from(10 + k % 240).unwrap_or(10)),
+            mac: mac_of(id),
+        })
+        .collect();
+    let n = all.len();
+    members
+        .iter()
+        .enumerate()
+        .map(|(k, &(_, requested_hostname))| {
             // The next hosts in seed order, wrapping round.
             let peers: Vec<Peer> = (1..n.min(MAX_PEERS + 1))
                 .map(|d| all[(k + d) % n].clone())
                 .collect();
             let me = &all[k];
-            hosts[i].placement = Placement {
+            Placement {
                 ip: Some(me.ip),
-                hostname: hostname_of(&hosts[i], &me.mac),
+                hostname: hostname_of(requested_hostname, &me.mac),
                 mac: me.mac.clone(),
                 subnet,
-                domain: cluster.map(cluster_domain),
+                domain: domain.map(str::to_owned),
                 peers,
-                timestamp: seeded_at_unix,
-            };
-        }
-    }
+                timestamp,
+            }
+        })
+        .collect()
 }
 
 /// Renders a placed host's stored JSON strings. Everything they depend on
-/// is fixed when the seed is read, so `Host` renders them once.
-pub fn render(host: &Host) -> HostFacts {
-    let p = &host.placement;
+/// is fixed when the seed is read, so the caller renders them once.
+pub fn render(host: &HostInput<'_>) -> HostFacts {
+    let p = host.placement;
     let ip = p.ip.unwrap_or(Ipv4Addr::UNSPECIFIED);
     let (disk_id, disk_path) = disk_path_id();
     let n = id_number(host.id);
@@ -762,8 +747,8 @@ pub fn render(host: &Host) -> HostFacts {
     };
     let disks_info =
         json!({disk_id: {"disk_speed": {"speed_ms": 3 + n % 12, "tested": true}, "path": disk_id}});
-    let api_vip_connectivity = match (host.kind, &p.domain) {
-        (HostKind::AddToExistingClusterHost, Some(domain)) => wire::go_encode(
+    let api_vip_connectivity = match (host.day2, &p.domain) {
+        (true, Some(domain)) => wire::go_encode(
             &json!({"is_success": true, "url": format!("http://api.{domain}:22624/config/worker")}),
             true,
         ),

@@ -142,6 +142,8 @@ mod tests {
                 header::ACCEPT,
                 "application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1",
             )
+            // As a script sends it: the admin guard wants JSON (guard.rs).
+            .header(header::CONTENT_TYPE, "application/json")
             .body(axum::body::Body::from(body.to_owned()))
             .unwrap();
         let response = app.clone().oneshot(request).await.unwrap();

@@ -471,7 +471,7 @@ pub struct Host {
     pub checked_in_at: SystemTime,
     pub status_updated_at: SystemTime,
     /// Address, peers and names the stored JSON strings are made from
-    /// (`facts::place`).
+    /// (set when the seed is read: `facts::place_group`).
     pub placement: crate::facts::Placement,
     /// The inventory and the other stored JSON strings, rendered on first
     /// use (`Host::facts`).
@@ -785,7 +785,26 @@ impl Host {
 
     /// The stored JSON strings (inventory, validations, …), rendered once.
     pub fn facts(&self) -> &crate::facts::HostFacts {
-        self.facts.get_or_init(|| crate::facts::render(self))
+        self.facts
+            .get_or_init(|| crate::facts::render(&self.facts_input()))
+    }
+
+    /// What `facts::render` reads of this host.
+    fn facts_input(&self) -> crate::facts::HostInput<'_> {
+        // A bootstrap host still set to auto-assign is validated as a master.
+        let role = if self.bootstrap && self.role == Role::AutoAssign {
+            Role::Master
+        } else {
+            self.role
+        };
+        crate::facts::HostInput {
+            id: self.id,
+            role: role.as_str(),
+            control_plane: matches!(self.role, Role::Master | Role::Arbiter) || self.bootstrap,
+            single_node: self.single_node,
+            day2: self.kind == HostKind::AddToExistingClusterHost,
+            placement: &self.placement,
+        }
     }
 
     /// Upstream `hostutil.GetHostnameForMsg`: the requested hostname, else

@@ -1,6 +1,7 @@
 //! The seed document: the JSON a test, a demo script or `POST /admin/seed`
 //! uses to describe the clusters, infra-envs, hosts and tokens the mock
-//! starts with, and its validation into a `World`.
+//! starts with, and its validation into a `World`, whose hosts it places
+//! (address, peers, names: `facts::place_group`) as it reads them.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -10,6 +11,7 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::facts;
 use crate::model::{AgentToken, Cluster, Host, HostKind, InfraEnv, Mode, Role, Stage, World};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -281,7 +283,7 @@ impl Seed {
         let seeded_at = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
-        crate::facts::place(&mut hosts, &clusters, &infra_env_ids, seeded_at);
+        place(&mut hosts, &clusters, &infra_env_ids, seeded_at);
         Ok(World {
             agent_token: self.agent_token,
             agent_tokens: self.agent_tokens,
@@ -291,6 +293,49 @@ impl Seed {
             hosts,
             bundles: std::collections::BTreeMap::new(),
         })
+    }
+}
+
+/// Places every host. Hosts of one cluster (or of one unbound infra-env)
+/// share a /24 and list each other (up to `facts::MAX_PEERS`) in their
+/// connectivity report.
+fn place(hosts: &mut [Host], clusters: &[Cluster], infra_env_ids: &[Uuid], seeded_at_unix: i64) {
+    let mut groups: Vec<(Option<Uuid>, Uuid, Vec<usize>)> = Vec::new();
+    for (i, h) in hosts.iter().enumerate() {
+        let key = (
+            h.cluster_id,
+            if h.cluster_id.is_some() {
+                Uuid::nil()
+            } else {
+                h.infra_env_id
+            },
+        );
+        match groups.iter_mut().find(|g| (g.0, g.1) == key) {
+            Some(g) => g.2.push(i),
+            None => groups.push((key.0, key.1, vec![i])),
+        }
+    }
+    for (cluster_id, infra_env_id, members) in groups {
+        let cluster = cluster_id.and_then(|c| clusters.iter().find(|x| x.id == c));
+        let subnet = match cluster_id {
+            Some(c) => facts::subnet_of(clusters.iter().position(|x| x.id == c).unwrap_or(0), true),
+            None => facts::subnet_of(
+                infra_env_ids
+                    .iter()
+                    .position(|e| *e == infra_env_id)
+                    .unwrap_or(0),
+                false,
+            ),
+        };
+        let domain = cluster.map(|c| facts::cluster_domain(&c.name, c.base_dns_domain.as_deref()));
+        let ids: Vec<(Uuid, &str)> = members
+            .iter()
+            .map(|&i| (hosts[i].id, hosts[i].requested_hostname.as_str()))
+            .collect();
+        let placements = facts::place_group(&ids, subnet, domain.as_deref(), seeded_at_unix);
+        for (&i, placement) in members.iter().zip(placements) {
+            hosts[i].placement = placement;
+        }
     }
 }
 
