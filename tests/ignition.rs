@@ -481,6 +481,7 @@ async fn pointer_ignition_merges_the_machine_config_and_installs_the_reporter() 
     let http = common::http();
     let put = http
         .put(format!("{base}/admin/machine-configs/worker"))
+        .header("Content-Type", "application/json")
         .body(machine_config().to_string())
         .send()
         .await
