@@ -22,7 +22,7 @@
 
 use std::fs::{File, Metadata};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, PermissionsExt as _};
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -240,20 +240,14 @@ fn open_and_read(path: &Path, kind: Kind) -> Result<Option<Contents>, ReadError>
     }))
 }
 
+/// Names what an inode is when it is not a regular file: the host
+/// files' wording (`rootfs`), and directories, which the contract never
+/// holds.
 fn kind_name(meta: &Metadata) -> &'static str {
-    let t = meta.file_type();
-    if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_dir() {
+    if meta.is_dir() {
         "a directory"
     } else {
-        "not a regular file"
+        crate::rootfs::kind_name(meta)
     }
 }
 

@@ -147,7 +147,7 @@ pub struct Meta {
 }
 
 /// Names what an inode is when it is not one we read.
-fn kind_name(metadata: &Metadata) -> &'static str {
+pub(crate) fn kind_name(metadata: &Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
     let t = metadata.file_type();
     if t.is_fifo() {

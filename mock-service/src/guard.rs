@@ -35,18 +35,25 @@ fn host_is_local(host: &str) -> bool {
 /// Every admin request, reads included (`/admin/state` holds the agent
 /// tokens the mock minted): its `Host` must be local (`host_is_local`).
 pub(crate) async fn refuse_rebound_host(req: Request, next: Next) -> Response {
+    match rebound_host(&req) {
+        Some(refused) => refused,
+        None => next.run(req).await,
+    }
+}
+
+/// The refusal of a request whose `Host` is not local, if it is one.
+fn rebound_host(req: &Request) -> Option<Response> {
     let host = req
         .headers()
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if !host.is_empty() && !host_is_local(host) {
-        return forbidden(&format!(
+    (!host.is_empty() && !host_is_local(host)).then(|| {
+        forbidden(&format!(
             "admin request for host {host:?} refused: the admin API answers only requests \
              addressed to an IP address or localhost (DNS rebinding)"
-        ));
-    }
-    next.run(req).await
+        ))
+    })
 }
 
 /// A state change needs a same-site request (`Sec-Fetch-Site`, `Origin`)
@@ -55,22 +62,15 @@ pub(crate) async fn refuse_rebound_host(req: Request, next: Next) -> Response {
 /// answers. Reads pass (their `Host` is checked by
 /// [`refuse_rebound_host`]).
 pub(crate) async fn refuse_cross_site(req: Request, next: Next) -> Response {
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if !host.is_empty() && !host_is_local(host) {
-        return forbidden(&format!(
-            "admin request for host {host:?} refused: the admin API answers only requests \
-             addressed to an IP address or localhost (DNS rebinding)"
-        ));
+    if let Some(refused) = rebound_host(&req) {
+        return refused;
     }
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(req).await;
     }
     let headers = req.headers();
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    let host = text(header::HOST).unwrap_or("");
     if let Some(site) = text(header::HeaderName::from_static("sec-fetch-site")) {
         if !matches!(site, "same-origin" | "none") {
             return forbidden(&format!(
