@@ -2,8 +2,11 @@
 //! redactor in 64 KiB chunks (what `collect` does), with the secrets the
 //! agent holds on a real host (the token and a two-registry pull secret).
 //! Prints MB/s; bench/redact-cpu runs it beside `collect` vs `gzip -6`.
+//! With AUTHS, also a pull secret of that many registries (issue 25: a
+//! mirror list of thousands): the redactor's build time, its size, this
+//! process's peak RSS once it is built, and its throughput.
 //!
-//!   cargo bench --bench redact -- JOURNAL_FILE [ROUNDS]
+//!   cargo bench --bench redact -- JOURNAL_FILE [ROUNDS [AUTHS]]
 
 use std::time::Instant;
 
@@ -17,6 +20,7 @@ fn main() {
         std::process::exit(2);
     };
     let rounds: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(5);
+    let many: Option<usize> = args.next().and_then(|n| n.parse().ok());
     let data = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     // A pull secret shaped like a real one: two short auths and two long
     // ones (registry.redhat.io's hold a ~1.1 KB JWT), the first the token.
@@ -86,10 +90,43 @@ fn main() {
             println!("redacted: {}", String::from_utf8_lossy(line));
         }
     }
-    for (label, redactor) in [
-        ("shapes only", Redactor::default()),
-        ("token + pull secret", with_secrets.clone()),
-    ] {
+    let mut redactors = vec![
+        ("shapes only".to_owned(), Redactor::default()),
+        ("token + pull secret".to_owned(), with_secrets.clone()),
+    ];
+    if let Some(n) = many {
+        // Robots of one organisation on mirror registries: their auths
+        // share the user's prefix, each has a password of its own.
+        let auths: Vec<String> = (0..n)
+            .map(|i| auth(&format!("mirror+robot{i:05}"), 32, 100 + i as u64))
+            .collect();
+        let pull_secret = format!(
+            r#"{{"auths":{{{}}}}}"#,
+            auths
+                .iter()
+                .enumerate()
+                .map(|(i, a)| format!(
+                    r#""mirror-{i:05}.registry.example.com:5000":{{"auth":"{a}","email":"a@b.c"}}"#
+                ))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let before = peak_rss_kib();
+        let started = Instant::now();
+        let mut secrets: Vec<&str> = auths.iter().map(String::as_str).collect();
+        secrets.push(&pull_secret);
+        let redactor = Redactor::new(secrets);
+        println!(
+            "redactor for a pull secret of {n} auths ({} bytes): built in {:.1} ms, {}; peak RSS {} KiB before, {} KiB after",
+            pull_secret.len(),
+            started.elapsed().as_secs_f64() * 1e3,
+            redactor.describe(),
+            before,
+            peak_rss_kib()
+        );
+        redactors.push((format!("pull secret of {n} auths"), redactor));
+    }
+    for (label, redactor) in redactors {
         let mut best = f64::MAX;
         let mut count = 0;
         let mut out_bytes = 0usize;
@@ -113,4 +150,17 @@ fn main() {
             mb / best
         );
     }
+}
+
+/// This process's peak resident memory (`VmHWM`), in KiB.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }

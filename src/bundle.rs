@@ -50,6 +50,23 @@ pub const FORMAT_VERSION: u32 = 1;
 
 const MIB: u64 = 1024 * 1024;
 
+/// Members the manifest lists per collector, and entries of `truncated`:
+/// the agent makes a few hundred; a host with thousands of record files or
+/// pod logs must not grow the manifest past what `inspect` and the mock
+/// read (8 MiB). The rest are counted (`unlisted`, `truncated_unlisted`).
+pub const MANIFEST_FILES_PER_LIST: usize = 1000;
+/// Bytes of compact JSON one such list may take: with pretty printing,
+/// eight lists stay under 4 MiB.
+pub const MANIFEST_LIST_BYTES: usize = 384 * 1024;
+/// Characters of one reason in the manifest (they quote stderr and name
+/// host files).
+pub const MANIFEST_REASON_CHARS: usize = 2048;
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// Who and why, copied into the manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BundleMeta {
@@ -98,6 +115,9 @@ pub struct Manifest {
     pub total_bytes: u64,
     /// Members cut or left out by a size cap.
     pub truncated: Vec<TruncatedMember>,
+    /// Such members past what `truncated` lists (its size is bounded).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub truncated_unlisted: usize,
     /// Secrets replaced in all members.
     #[serde(default)]
     pub redactions: usize,
@@ -210,29 +230,43 @@ pub fn write_bundle<W: Write>(
     let diagnosis = std::mem::take(&mut sink.engine).finish();
     let diagnosis_entry = write_diagnosis(&mut sink, ctx, &diagnosis, finish_started.elapsed())?;
 
-    let truncated = collectors
-        .iter()
-        .flat_map(|c| &c.files)
-        .filter_map(|f| {
-            let capped = f.status == Status::Skipped
-                && f.reason.as_deref().is_some_and(collect::is_cap_reason);
-            if f.truncated || capped {
-                Some(TruncatedMember {
-                    path: f.path.clone(),
-                    reason: f.reason.clone().unwrap_or_default(),
-                })
-            } else {
-                None
-            }
-        })
-        .collect();
+    let mut truncated: Vec<TruncatedMember> = Vec::new();
+    let mut truncated_unlisted = 0usize;
+    let mut truncated_bytes = 0usize;
+    for f in collectors.iter().flat_map(|c| &c.files) {
+        let capped =
+            f.status == Status::Skipped && f.reason.as_deref().is_some_and(collect::is_cap_reason);
+        if !(f.truncated || capped) {
+            continue;
+        }
+        let mut reason = f.reason.clone().unwrap_or_default();
+        collect::report::cut_chars(&mut reason, MANIFEST_REASON_CHARS);
+        truncated_bytes += f.path.len() + reason.len();
+        if truncated.len() == MANIFEST_FILES_PER_LIST || truncated_bytes > MANIFEST_LIST_BYTES {
+            truncated_unlisted += 1;
+            continue;
+        }
+        truncated.push(TruncatedMember {
+            path: f.path.clone(),
+            reason,
+        });
+    }
+    // Counted before the listings are bounded: every member's redactions.
+    let redactions = collectors.iter().map(CollectorReport::redactions).sum();
+    for collector in &mut collectors {
+        collector.bound_listing(
+            MANIFEST_FILES_PER_LIST,
+            MANIFEST_LIST_BYTES,
+            MANIFEST_REASON_CHARS,
+        );
+    }
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
         generated_at: humantime::format_rfc3339_seconds(now).to_string(),
         meta: meta.clone(),
         limits: *limits,
         total_bytes: sink.used,
-        redactions: collectors.iter().map(CollectorReport::redactions).sum(),
+        redactions,
         spill_bytes: 0,
         records_digest: collectors
             .iter()
@@ -240,6 +274,7 @@ pub fn write_bundle<W: Write>(
             .and_then(|c| c.digest.clone()),
         collectors,
         truncated,
+        truncated_unlisted,
         diagnosis: Some(diagnosis_entry),
     };
     let mut json = serde_json::to_vec_pretty(&manifest).context("serializing the manifest")?;

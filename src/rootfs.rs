@@ -267,24 +267,39 @@ pub fn read_limited(
     limit: u64,
     timeout: Duration,
 ) -> io::Result<Vec<u8>> {
+    read_with(root, host, timeout, move |file| {
+        let mut data = Vec::new();
+        file.take(limit).read_to_end(&mut data)?;
+        Ok(data)
+    })?
+}
+
+/// Opens regular file `host` and hands it to `read` on a thread of its
+/// own: a read stuck longer than `timeout` is abandoned (its thread left
+/// blocked in the kernel, or finishing its work unheard) with a `TimedOut`
+/// error.
+fn read_with<T: Send + 'static>(
+    root: &Path,
+    host: &Path,
+    timeout: Duration,
+    read: impl FnOnce(File) -> T + Send + 'static,
+) -> io::Result<T> {
     let (root, host) = (root.to_path_buf(), host.to_path_buf());
     let (done, result) = mpsc::channel();
     std::thread::Builder::new()
         .name("read-host-file".into())
         .spawn(move || {
-            let read = || -> io::Result<Vec<u8>> {
-                let opened = open(&root, &host)?;
-                if !opened.metadata.is_file() {
-                    return Err(io::Error::new(
+            let opened = open(&root, &host).and_then(|opened| {
+                if opened.metadata.is_file() {
+                    Ok(opened.file)
+                } else {
+                    Err(io::Error::new(
                         io::ErrorKind::Unsupported,
                         "a directory, not a file",
-                    ));
+                    ))
                 }
-                let mut data = Vec::new();
-                opened.file.take(limit).read_to_end(&mut data)?;
-                Ok(data)
-            };
-            let _ = done.send(read());
+            });
+            let _ = done.send(opened.map(read));
         })?;
     match result.recv_timeout(timeout) {
         Ok(read) => read,
@@ -301,6 +316,192 @@ pub fn read_limited(
     }
 }
 
+/// Bytes handed over per chunk by [`open_streamed`].
+const STREAM_CHUNK: usize = 64 * 1024;
+
+/// Opens regular file `host` on a thread of its own and hands its bytes
+/// over in chunks as they are read: the caller streams (and allocates what
+/// it builds from them on its own thread), the reading thread only fills
+/// the two buffers the caller lends it. Opening, and every read after it,
+/// must end before `timeout` from now: past it, `open_streamed` or the
+/// read fails with `TimedOut` and the reading thread, stuck in the kernel,
+/// is abandoned.
+pub fn open_streamed(root: &Path, host: &Path, timeout: Duration) -> io::Result<Streamed> {
+    open_streamed_with(root, host, timeout, |_, _| Ok(())).map(|(streamed, ())| streamed)
+}
+
+/// [`open_streamed`], with `prepare` run on the reading thread once the file
+/// is open and before it streams: it may look at the file (`read_at`) and
+/// seek where the stream should start; what it returns comes back with the
+/// stream.
+pub fn open_streamed_with<T: Send + 'static>(
+    root: &Path,
+    host: &Path,
+    timeout: Duration,
+    prepare: impl FnOnce(&mut File, &Metadata) -> io::Result<T> + Send + 'static,
+) -> io::Result<(Streamed, T)> {
+    let deadline = std::time::Instant::now() + timeout;
+    let (root, host) = (root.to_path_buf(), host.to_path_buf());
+    let (full_tx, full) = mpsc::channel();
+    let (free, free_rx) = mpsc::channel::<Vec<u8>>();
+    let (opened_tx, opened_rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("read-host-file".into())
+        .spawn(move || {
+            let prepared = open(&root, &host).and_then(|opened| {
+                if !opened.metadata.is_file() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "a directory (only regular files are read here)",
+                    ));
+                }
+                let mut file = opened.file;
+                let prepared = prepare(&mut file, &opened.metadata)?;
+                Ok((file, prepared))
+            });
+            let mut file = match prepared {
+                Ok((file, prepared)) => {
+                    if opened_tx.send(Ok(prepared)).is_err() {
+                        return;
+                    }
+                    file
+                }
+                Err(err) => {
+                    let _ = opened_tx.send(Err(err));
+                    return;
+                }
+            };
+            // Until the caller drops its end.
+            while let Ok(mut buf) = free_rx.recv() {
+                let read = loop {
+                    match file.read(&mut buf) {
+                        Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                        read => break read,
+                    }
+                };
+                let (chunk, last) = match read {
+                    Ok(n) => (Chunk::Data(buf, n), n == 0),
+                    Err(err) => (Chunk::Failed(err), true),
+                };
+                if full_tx.send(chunk).is_err() || last {
+                    return;
+                }
+            }
+        })?;
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    let prepared = match opened_rx.recv_timeout(left) {
+        Ok(prepared) => prepared?,
+        Err(mpsc::RecvTimeoutError::Timeout) => return Err(still_reading(timeout)),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            return Err(io::Error::other("the reading thread died"))
+        }
+    };
+    for _ in 0..2 {
+        let _ = free.send(vec![0; STREAM_CHUNK]);
+    }
+    let streamed = Streamed {
+        full,
+        free,
+        current: Vec::new(),
+        pos: 0,
+        len: 0,
+        deadline,
+        timeout,
+        done: false,
+        timed_out: false,
+    };
+    Ok((streamed, prepared))
+}
+
+fn still_reading(timeout: Duration) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!(
+            "still reading after {}",
+            humantime::format_duration(timeout)
+        ),
+    )
+}
+
+/// What the reading thread of [`open_streamed`] hands over.
+enum Chunk {
+    /// A buffer and the bytes it holds (0: the end of the file).
+    Data(Vec<u8>, usize),
+    Failed(io::Error),
+}
+
+/// A host file read by a thread of its own ([`open_streamed`]).
+pub struct Streamed {
+    full: mpsc::Receiver<Chunk>,
+    free: mpsc::Sender<Vec<u8>>,
+    current: Vec<u8>,
+    pos: usize,
+    len: usize,
+    deadline: std::time::Instant,
+    timeout: Duration,
+    done: bool,
+    timed_out: bool,
+}
+
+impl Streamed {
+    /// Whether reading stopped at the deadline (rather than at the end, or
+    /// on an error of the file).
+    pub fn timed_out(&self) -> bool {
+        self.timed_out
+    }
+}
+
+impl Read for Streamed {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.pos < self.len {
+                let n = out.len().min(self.len - self.pos);
+                out[..n].copy_from_slice(&self.current[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+            if self.done {
+                return Ok(0);
+            }
+            if !self.current.is_empty() {
+                let _ = self.free.send(std::mem::take(&mut self.current));
+            }
+            // The deadline bounds what the caller does with the bytes too:
+            // past it, no more come, ready or not.
+            let now = std::time::Instant::now();
+            let received = if now >= self.deadline {
+                Err(mpsc::RecvTimeoutError::Timeout)
+            } else {
+                self.full.recv_timeout(self.deadline - now)
+            };
+            match received {
+                Ok(Chunk::Data(buf, 0)) => {
+                    self.current = buf;
+                    self.done = true;
+                }
+                Ok(Chunk::Data(buf, n)) => {
+                    self.current = buf;
+                    self.pos = 0;
+                    self.len = n;
+                }
+                Ok(Chunk::Failed(err)) => {
+                    self.done = true;
+                    return Err(err);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    self.done = true;
+                    self.timed_out = true;
+                    return Err(still_reading(self.timeout));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.done = true;
+                    return Err(io::Error::other("the reading thread died"));
+                }
+            }
+        }
+    }
+}
+
 /// Where an absolute host path lies under a sysroot, as a plain path (for
 /// the reporter's own files and for naming; host files are read through
 /// [`open`] and its siblings, which confine the walk).
@@ -313,6 +514,37 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
+    #[test]
+    fn streamed_files_arrive_whole_in_chunks_from_where_prepare_put_them() {
+        let root = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(root.path().join("big"), &data).unwrap();
+        let mut got = Vec::new();
+        open_streamed(root.path(), Path::new("/big"), Duration::from_secs(30))
+            .unwrap()
+            .read_to_end(&mut got)
+            .unwrap();
+        assert_eq!(got, data);
+        let (mut streamed, len) = open_streamed_with(
+            root.path(),
+            Path::new("/big"),
+            Duration::from_secs(30),
+            |file, meta| {
+                use std::io::Seek as _;
+                file.seek(io::SeekFrom::Start(meta.len() - 10))?;
+                Ok(meta.len())
+            },
+        )
+        .unwrap();
+        let mut tail = Vec::new();
+        streamed.read_to_end(&mut tail).unwrap();
+        assert_eq!((len, tail.as_slice()), (300_000, &data[300_000 - 10..]));
+        assert!(!streamed.timed_out());
+        let missing = open_streamed(root.path(), Path::new("/nope"), Duration::from_secs(30));
+        assert_eq!(missing.err().unwrap().kind(), io::ErrorKind::NotFound);
+        let dir = open_streamed(root.path(), Path::new("/"), Duration::from_secs(30));
+        assert_eq!(dir.err().unwrap().kind(), io::ErrorKind::Unsupported);
+    }
     fn tree() -> (tempfile::TempDir, tempfile::TempDir) {
         let root = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();

@@ -10,6 +10,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -48,15 +49,24 @@ fn scan(what: &str, bytes: &[u8], secrets: &[(&'static str, String)], hits: &mut
     }
 }
 
+/// `data` inflated while it is gzip (a gzip inside a gzip too), at most
+/// 256 MiB: what a reader of the bundle could get out of a member.
 fn gunzip(data: &[u8]) -> Option<Vec<u8>> {
-    if data.len() < 2 || data[0] != 0x1f || data[1] != 0x8b {
-        return None;
+    let mut out: Option<Vec<u8>> = None;
+    loop {
+        let current = out.as_deref().unwrap_or(data);
+        if current.len() < 2 || current[0] != 0x1f || current[1] != 0x8b {
+            return out;
+        }
+        let mut inflated = Vec::new();
+        let read = flate2::read::MultiGzDecoder::new(current)
+            .take(256 << 20)
+            .read_to_end(&mut inflated);
+        if read.is_err() && inflated.is_empty() {
+            return out;
+        }
+        out = Some(inflated);
     }
-    let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(data)
-        .read_to_end(&mut out)
-        .ok()?;
-    Some(out)
 }
 
 /// The fake journalctl's knob carries the token on purpose (it is the
@@ -543,6 +553,7 @@ fn plant_everywhere(sc: &Scenario) -> Planted {
         Some(&sc.other_auth),
         Some(&sc.pull_secret_json()),
     );
+    plant_rotated_pod_log(&sc.root, &plant, &sc.token);
     let (_, password) = decode_auth(&sc.token);
     std::fs::write(
         sc.root.join(format!("var/log/openshift/{password}.json")),
@@ -553,6 +564,25 @@ fn plant_everywhere(sc: &Scenario) -> Planted {
     )
     .unwrap();
     plant
+}
+
+/// A rotated container log as kubelet leaves it (`0.log.<timestamp>.gz`)
+/// holding every planted form and the token: shipped, it must be text,
+/// redacted like any log (issue 25, 1).
+fn plant_rotated_pod_log(root: &Path, plant: &Planted, token: &str) {
+    let dir = root
+        .join("var/log/pods/openshift-kube-apiserver_kube-apiserver-master-0_7d2c/kube-apiserver");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut log = String::new();
+    for line in plant.text.lines() {
+        log.push_str("2026-11-24T10:15:01.000000000+00:00 stderr F ");
+        log.push_str(line);
+        log.push('\n');
+    }
+    log.push_str("2026-11-24T10:15:02.000000000+00:00 stderr F X-Secret-Key: ");
+    log.push_str(token);
+    log.push('\n');
+    std::fs::write(dir.join("0.log.20261124-101500.gz"), gzip(log.as_bytes())).unwrap();
 }
 
 fn with_journal(mut opts: AgentOpts, sc: &Scenario, plant: &Planted) -> AgentOpts {
@@ -883,6 +913,25 @@ fn base64_inside(blob_prefix: &str, secret: &str) -> String {
     blob[start..end].to_owned()
 }
 
+/// Hex of `data`, as Go's `%x` / `%X` and `xxd -p` print it.
+fn hex(data: &[u8], upper: bool) -> String {
+    data.iter()
+        .map(|b| {
+            if upper {
+                format!("{b:02X}")
+            } else {
+                format!("{b:02x}")
+            }
+        })
+        .collect()
+}
+
+/// The inside of Go's `%v` of a byte slice: `[104 117 110]` without the
+/// brackets.
+fn go_bytes(data: &[u8]) -> String {
+    data.iter().map(u8::to_string).collect::<Vec<_>>().join(" ")
+}
+
 /// What is planted: text for a collected host file and for the journal, a
 /// file name, and what must never come out (the agent's own secrets in the
 /// forms a host shows them, the host's own secrets by shape).
@@ -939,6 +988,28 @@ fn planted(token: &str, other_auth: Option<&str>, pull_secret: Option<&str>) -> 
             String::new(),
             &auth[cut..],
         );
+        // Issue 25: hex (either case) and Go's `%v` of the auth, its
+        // user:password and its password.
+        for (what, secret) in [
+            ("", auth),
+            (" user:password", pair.as_str()),
+            (" password", password.as_str()),
+        ] {
+            for (form, encoded) in [
+                ("hex", hex(secret.as_bytes(), false)),
+                ("HEX", hex(secret.as_bytes(), true)),
+                ("%v", go_bytes(secret.as_bytes())),
+            ] {
+                plant(
+                    &format!("{name}{what}, {form}"),
+                    format!(
+                        "level=debug msg=\"request\" data=[{encoded}] len={}",
+                        secret.len()
+                    ),
+                    &encoded,
+                );
+            }
+        }
         for prefix in ["", "x", "xy"] {
             let inside = base64_inside(prefix, auth);
             let blob = base64(format!("{prefix}{auth}\"}}").as_bytes());
@@ -961,6 +1032,14 @@ fn planted(token: &str, other_auth: Option<&str>, pull_secret: Option<&str>) -> 
             "the pull secret, JSON-escaped",
             format!("{{\"level\":\"debug\",\"msg\":{escaped}}}"),
             &escaped[1..escaped.len() - 1],
+        );
+        let hexed = hex(pull_secret.as_bytes(), false);
+        plant("the pull secret, hex", format!("config {hexed}"), &hexed);
+        let bytes = go_bytes(pull_secret.as_bytes());
+        plant(
+            "the pull secret, %v",
+            format!("read config [{bytes}]"),
+            &bytes,
         );
     }
     // The host's own secrets, by shape.
@@ -1014,6 +1093,71 @@ fn planted(token: &str, other_auth: Option<&str>, pull_secret: Option<&str>) -> 
         "+ skopeo copy --password plantedlongflag docker://a docker://b".to_owned(),
         "plantedlongflag",
     );
+    // Issue 25: shapes the redactor did not know.
+    for (label, line, needle) in [
+        (
+            "camelCase clientSecret",
+            "    clientSecret: plantedcamelclientsecret",
+            "plantedcamelclientsecret",
+        ),
+        (
+            "camelCase secretAccessKey",
+            r#"{"accessKeyId":"AKIA0","secretAccessKey":"plantedcamelsak"}"#,
+            "plantedcamelsak",
+        ),
+        (
+            "camelCase bearerToken",
+            "  bearerToken: plantedcamelbearer",
+            "plantedcamelbearer",
+        ),
+        (
+            "camelCase clientKeyData",
+            r#"{"clientKeyData":"plantedcamelckd"}"#,
+            "plantedcamelckd",
+        ),
+        (
+            "secret: as a key",
+            "  secret: plantedyamlsecret",
+            "plantedyamlsecret",
+        ),
+        (
+            "X-Api-Key header",
+            "X-Api-Key: plantedxapikey",
+            "plantedxapikey",
+        ),
+        (
+            "Cookie header",
+            "Cookie: theme=dark; session=plantedcookie",
+            "plantedcookie",
+        ),
+        (
+            "Set-Cookie header",
+            "< Set-Cookie: sid=plantedsetcookie; Path=/; HttpOnly",
+            "plantedsetcookie",
+        ),
+        (
+            "ipmitool -P PW",
+            "+ ipmitool -I lanplus -H 10.0.0.5 -U admin -P plantedipmipw chassis power status",
+            "plantedipmipw",
+        ),
+        (
+            "XML <password>",
+            "<user><name>admin</name><password>plantedxmlpw</password></user>",
+            "plantedxmlpw",
+        ),
+        (
+            "XML <secret>",
+            "  <secret>plantedxmlsecret</secret>",
+            "plantedxmlsecret",
+        ),
+        (
+            "URL password holding an @",
+            "proxy http://proxyuser:first@plantedurlat@proxy.example.com:3128 set",
+            "plantedurlat",
+        ),
+    ] {
+        plant(label, line.to_owned(), needle);
+    }
     Planted { text, needles }
 }
 
@@ -1094,6 +1238,7 @@ fn collect_never_ships_encoded_or_shaped_secrets() {
         .needles
         .push(("pull secret".into(), pull_secret.clone()));
 
+    plant_rotated_pod_log(&root, &plant, &token);
     let hosts = root.join("etc/hosts");
     let mut text = std::fs::read_to_string(&hosts).unwrap();
     text.push_str(&plant.text);
@@ -1155,5 +1300,343 @@ fn collect_never_ships_encoded_or_shaped_secrets() {
             .any(|n| n.ends_with("records/[REDACTED].json")),
         "{:?}",
         member_names(&members)
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Compressed and binary host files (issue 25, 1)
+
+/// `text` as UTF-16LE: bytes redaction, which reads text, cannot see into.
+fn utf16le(text: &str) -> Vec<u8> {
+    text.encode_utf16().flat_map(u16::to_le_bytes).collect()
+}
+
+/// The manifest entry whose host source ends with `suffix`.
+fn report_by_source<'a>(manifest: &'a serde_json::Value, suffix: &str) -> &'a serde_json::Value {
+    manifest["collectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["files"].as_array().into_iter().flatten())
+        .find(|f| f["source"].as_str().is_some_and(|s| s.ends_with(suffix)))
+        .unwrap_or_else(|| panic!("no manifest entry from {suffix}: {manifest}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compressed_and_binary_host_files_never_bypass_redaction() {
+    // kubelet gzips rotated container logs (`0.log.<timestamp>.gz`): copied
+    // byte for byte, the secrets inside reached the bundle unredacted and
+    // the manifest said `redactions: 0`.
+    let sc = Scenario::new("gz-logs");
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    let plant = planted(
+        &sc.token,
+        Some(&sc.other_auth),
+        Some(&sc.pull_secret_json()),
+    );
+    let mut needles = plant.needles.clone();
+    needles.push(("token".into(), sc.token.clone()));
+    needles.push(("other auth".into(), sc.other_auth.clone()));
+
+    let pods = sc.root.join("var/log/pods");
+    let etcd = pods.join("openshift-etcd_etcd-master-0_0f3c9a1e/etcd");
+    std::fs::create_dir_all(&etcd).unwrap();
+    let mut rotated = String::from(
+        "2026-11-24T10:15:00.000000000+00:00 stderr F starting etcd, rotated-marker-7e1\n",
+    );
+    for line in plant.text.lines() {
+        rotated.push_str("2026-11-24T10:15:01.000000000+00:00 stderr F ");
+        rotated.push_str(line);
+        rotated.push('\n');
+    }
+    for line in [
+        format!(
+            "2026-11-24T10:15:02.000000000+00:00 stderr F sending X-Secret-Key: {}",
+            sc.token
+        ),
+        "2026-11-24T10:15:03.000000000+00:00 stdout F last rotated line 7e1".to_owned(),
+    ] {
+        rotated.push_str(&line);
+        rotated.push('\n');
+    }
+    std::fs::write(
+        etcd.join("0.log.20261124-101500.gz"),
+        gzip(rotated.as_bytes()),
+    )
+    .unwrap();
+    std::fs::write(
+        etcd.join("0.log"),
+        "2026-11-24T10:20:00.000000000+00:00 stdout F current log 7e1\n",
+    )
+    .unwrap();
+    // 1 GiB of zeros once inflated, an older rotation.
+    std::fs::write(etcd.join("0.log.20261124-091500.gz"), gzip_bomb(1024)).unwrap();
+    // A gzip inside a gzip: inflated once it is still compressed bytes.
+    std::fs::write(
+        etcd.join("0.log.20261124-081500.gz"),
+        gzip(&gzip(rotated.as_bytes())),
+    )
+    .unwrap();
+    // A log in UTF-16 with the token: binary to a reader of UTF-8 text.
+    let sidecar = pods.join("openshift-etcd_etcd-master-0_0f3c9a1e/sidecar");
+    std::fs::create_dir_all(&sidecar).unwrap();
+    let wide = utf16le(&format!("token {} in a wide log\n", sc.token));
+    needles.push((
+        "token, UTF-16LE".into(),
+        String::from_utf8_lossy(&wide[..40]).into_owned(),
+    ));
+    std::fs::write(sidecar.join("0.log"), &wide).unwrap();
+
+    let opts = AgentOpts {
+        timeout: Some("4s"),
+        ..AgentOpts::default()
+    };
+    let running = sc.spawn_agent("gzip pod logs", &opts);
+    let peak = watch_peak_rss(running.pid().expect("agent pid"));
+    let run = sc.wait_agent(running).await;
+    let peak_kib = peak.await.unwrap_or(0);
+    run.assert_code(0);
+    let state = admin_state(&base).await;
+    let bundle = bundle_of(host_of(&state, HOST_ID), "host_boot").expect("a bundle");
+    let path = PathBuf::from(bundle["path"].as_str().unwrap());
+
+    // No secret in any form, anywhere in the bundle, gunzipped or not.
+    let mut hits = Vec::new();
+    bundle_hits(&path, &needles, &mut hits);
+    assert!(hits.is_empty(), "secrets shipped:\n{}", hits.join("\n"));
+    let members = open_bundle(&path);
+
+    // Nothing compressed is shipped: the rotated log is text, redacted.
+    for m in &members {
+        assert!(
+            !m.data.starts_with(&[0x1f, 0x8b]),
+            "member {} is gzip-compressed",
+            m.name
+        );
+        assert!(
+            !(m.name.contains("/crio/pods/")
+                && Path::new(&m.name).extension().is_some_and(|e| e == "gz")),
+            "member {} keeps its .gz name",
+            m.name
+        );
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&member(&members, "manifest.json").unwrap().data).unwrap();
+    let entry = report_by_source(&manifest, "0.log.20261124-101500.gz");
+    assert_eq!(entry["status"], "ok", "{entry}");
+    assert_eq!(entry["archived"], true, "{entry}");
+    assert!(entry["redactions"].as_u64().unwrap() >= 10, "{entry}");
+    let path_in_bundle = entry["path"].as_str().unwrap();
+    assert!(
+        Path::new(path_in_bundle)
+            .extension()
+            .is_none_or(|e| e != "gz"),
+        "{entry}"
+    );
+    let text = String::from_utf8_lossy(
+        &member(&members, path_in_bundle)
+            .unwrap_or_else(|| panic!("no member {path_in_bundle}"))
+            .data,
+    )
+    .into_owned();
+    assert!(
+        text.contains("rotated-marker-7e1")
+            && text.contains("last rotated line 7e1")
+            && text.contains("X-Secret-Key: [REDACTED]"),
+        "{text}"
+    );
+    // The current log as before.
+    assert!(members
+        .iter()
+        .any(|m| m.name.ends_with("/etcd/0.log") && contains(&m.data, b"current log 7e1")));
+    // The bomb, the gzip in a gzip and the UTF-16 log are left out, and
+    // the manifest says why.
+    for (source, why) in [
+        ("0.log.20261124-091500.gz", "gzip"),
+        ("0.log.20261124-081500.gz", "not text"),
+        ("sidecar/0.log", "not text"),
+    ] {
+        let entry = report_by_source(&manifest, source);
+        assert_eq!(entry["status"], "skipped", "{entry}");
+        assert_eq!(entry["archived"], false, "{entry}");
+        let reason = entry["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains(why), "{source}: {reason}");
+    }
+    eprintln!("gzip pod logs: agent peak RSS {peak_kib} KiB");
+    assert!(
+        peak_kib > 0 && peak_kib < 32 << 10,
+        "peak RSS {peak_kib} KiB is not below 32 MiB"
+    );
+    sc.final_checks(Some(&base)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encoded_and_shaped_secrets_in_host_files_never_reach_the_uploaded_bundle() {
+    // Issue 25 (9): the agent's own secrets in hex and Go `%v`, and the
+    // host's secrets in the shapes added with them, in a host file the
+    // agent collects: the bundle it uploads holds none of them.
+    let sc = Scenario::new("secrets-host-files");
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    let plant = planted(
+        &sc.token,
+        Some(&sc.other_auth),
+        Some(&sc.pull_secret_json()),
+    );
+    let hosts = sc.root.join("etc/hosts");
+    let mut text = std::fs::read_to_string(&hosts).unwrap();
+    text.push_str(&plant.text);
+    std::fs::write(&hosts, text).unwrap();
+
+    let run = sc
+        .run_agent("planted host file", &trace_opts("3s", None))
+        .await;
+    run.assert_code(0);
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    let bundle = bundle_of(host, "host_boot").unwrap_or_else(|| panic!("no bundle: {host}"));
+    let path = PathBuf::from(bundle["path"].as_str().expect("bundle path"));
+    let mut hits = Vec::new();
+    bundle_hits(&path, &plant.needles, &mut hits);
+    find_needles("stdout", &run.stdout, &plant.needles, &mut hits);
+    find_needles("stderr", &run.stderr, &plant.needles, &mut hits);
+    assert!(hits.is_empty(), "secrets uploaded:\n{}", hits.join("\n"));
+    // The planted lines were collected (redacted), not skipped.
+    let members = open_bundle(&path);
+    let shown = String::from_utf8_lossy(&member(&members, "network/hosts").expect("hosts").data)
+        .into_owned();
+    assert!(
+        shown.contains("-P [REDACTED] chassis power status")
+            && shown.contains("<password>[REDACTED]</password>")
+            && shown.contains("proxyuser:[REDACTED]@proxy.example.com:3128"),
+        "{shown}"
+    );
+    sc.final_checks(Some(&base)).await;
+}
+
+/// A pull secret of `n` registries, the first `cloud.openshift.com` with
+/// `token`, each other auth base64 of a robot and a 32-character password
+/// of its own; and its auths in order.
+fn pull_secret_of(token: &str, n: usize) -> (String, Vec<String>) {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut auths = vec![token.to_owned()];
+    for i in 1..n {
+        let password: String = (0..32)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                char::from(alphabet[usize::try_from(state >> 33).unwrap() % alphabet.len()])
+            })
+            .collect();
+        auths.push(base64(format!("mirror+robot{i:05}:{password}").as_bytes()));
+    }
+    let mut registries = serde_json::Map::new();
+    for (i, auth) in auths.iter().enumerate() {
+        let registry = if i == 0 {
+            "cloud.openshift.com".to_owned()
+        } else {
+            format!("mirror-{i:05}.registry.example.com:5000")
+        };
+        registries.insert(
+            registry,
+            serde_json::json!({"auth": auth, "email": "ops@example.com"}),
+        );
+    }
+    let json = serde_json::json!({ "auths": registries }).to_string();
+    (json, auths)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_secret_of_6000_auths_keeps_the_agent_small_and_every_auth_redacted() {
+    // Issue 25 (9): every auth cost ~50 KB of the redactor's memory (6,000:
+    // ~250 MiB peak); none may be dropped to save it.
+    const AUTHS: usize = 6000;
+    const PEAK_LIMIT_KIB: u64 = 32 << 10;
+    let sc = Scenario::new("secrets-6000-auths");
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    let (pull_secret, auths) = pull_secret_of(&sc.token, AUTHS);
+    std::fs::write(sc.config_dir.join("pull-secret"), &pull_secret).unwrap();
+    // Auths at the start, in the middle and at the end, in some of their
+    // forms, in a host file (no key word on the line: only the literal
+    // forms can catch them).
+    let mut text = String::new();
+    let mut needles: Vec<(String, String)> = Vec::new();
+    for i in [0, 1, 2, AUTHS / 2 - 1, AUTHS / 2, AUTHS - 2, AUTHS - 1] {
+        let auth = &auths[i];
+        let (pair, password) = decode_auth(auth);
+        for (form, needle) in [
+            ("as is", auth.clone()),
+            ("decoded", pair.clone()),
+            ("pw alone", password.clone()),
+            ("hex", hex(auth.as_bytes(), false)),
+            ("pw HEX", hex(password.as_bytes(), true)),
+            ("pw %v", go_bytes(password.as_bytes())),
+            ("in base64", base64_inside("xy", auth)),
+        ] {
+            let _ = writeln!(text, "registry {i} {form}: [{needle}] ok");
+            needles.push((format!("auth {i} {form}"), needle));
+        }
+    }
+    let hosts = sc.root.join("etc/hosts");
+    let mut hosts_text = std::fs::read_to_string(&hosts).unwrap();
+    hosts_text.push_str(&text);
+    std::fs::write(&hosts, hosts_text).unwrap();
+
+    let opts = AgentOpts {
+        timeout: Some("8s"),
+        deadline: Duration::from_secs(180),
+        ..AgentOpts::default()
+    };
+    let running = sc.spawn_agent("6000 auths", &opts);
+    let pid = running.pid().expect("agent pid");
+    let peak = std::thread::spawn(move || {
+        let mut peak = 0;
+        while let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            if let Some(kib) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kib);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        peak
+    });
+    let run = sc.wait_agent(running).await;
+    let peak_kib = peak.join().expect("peak watcher");
+    run.assert_code(0);
+    eprintln!(
+        "{AUTHS} auths ({} bytes of pull secret): agent peak RSS {} KiB",
+        pull_secret.len(),
+        peak_kib
+    );
+
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    let bundle = bundle_of(host, "host_boot").unwrap_or_else(|| panic!("no bundle: {host}"));
+    let path = PathBuf::from(bundle["path"].as_str().expect("bundle path"));
+    let mut hits = Vec::new();
+    bundle_hits(&path, &needles, &mut hits);
+    find_needles("stderr", &run.stderr, &needles, &mut hits);
+    assert!(hits.is_empty(), "auths uploaded:\n{}", hits.join("\n"));
+    let members = open_bundle(&path);
+    let shown = String::from_utf8_lossy(&member(&members, "network/hosts").expect("hosts").data)
+        .into_owned();
+    assert_eq!(
+        shown.matches("[[REDACTED]] ok").count(),
+        needles.len(),
+        "{shown}"
+    );
+    assert!(
+        peak_kib > 0 && peak_kib < PEAK_LIMIT_KIB,
+        "peak RSS {peak_kib} KiB with {AUTHS} auths (limit {PEAK_LIMIT_KIB} KiB)"
     );
 }

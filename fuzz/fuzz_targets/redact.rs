@@ -2,9 +2,11 @@
 //! The redactor (`redact`): a random secret, in one of the forms it takes on
 //! a host (literal, JSON-escaped, URL-encoded, base64 of a blob holding it
 //! at any alignment in either alphabet, the decoded `user:password` of an
-//! auth and the password alone, a long prefix), embedded in random text
-//! pushed in random chunks: no run of `MIN_FRAGMENT` bytes of it (the whole
-//! of it when shorter) survives, and nothing panics.
+//! auth and the password alone, a long prefix, hex in either case, Go's
+//! `%v` of its bytes, one of many auths of the same user whose forms share
+//! their windows), embedded in random text pushed in random chunks: no run
+//! of `MIN_FRAGMENT` bytes of it (the whole of it when shorter) survives,
+//! and nothing panics.
 
 use assisted_boot_reporter::redact::{Mode, Redactor, MIN_FRAGMENT};
 use base64::Engine as _;
@@ -52,8 +54,10 @@ fn url_encode(data: &[u8]) -> String {
 
 fuzz_target!(|data: &[u8]| {
     let mut input = Input { data };
-    let kind = input.byte() % 9;
+    let kind = input.byte() % 13;
     let len = 8 + usize::from(input.byte()) % 90;
+    // Secrets the redactor is given besides the one embedded.
+    let mut others: Vec<String> = Vec::new();
     // What the redactor is given, and what must not come out.
     let (given, needle, embedded): (String, String, Vec<u8>) = match kind {
         0 => {
@@ -93,11 +97,56 @@ fuzz_target!(|data: &[u8]| {
         5 | 6 => {
             // A registry auth: base64 of user:password.
             let user = input.word(1 + len % 12, b"abcdefghijklmnopqrstuvwxyz-_.+");
-            let password = input.word(len, b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~!");
+            let password = input.word(
+                len,
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~!",
+            );
             let pair = format!("{user}:{password}");
             let auth = base64::engine::general_purpose::STANDARD.encode(pair.as_bytes());
             let needle = if kind == 5 { pair } else { password };
             (auth, needle.clone(), needle.into_bytes())
+        }
+        9 | 10 => {
+            let s = input.word(len, ALPHABET);
+            let hex: String = s
+                .bytes()
+                .map(|b| {
+                    if kind == 9 {
+                        format!("{b:02x}")
+                    } else {
+                        format!("{b:02X}")
+                    }
+                })
+                .collect();
+            (s, hex.clone(), hex.into_bytes())
+        }
+        11 => {
+            let s = input.word(len, ALPHABET);
+            let bytes = s
+                .bytes()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            (s, bytes.clone(), format!("[{bytes}]").into_bytes())
+        }
+        12 => {
+            // One of more auths of one user than a window is checked
+            // against one by one: their forms share the user's windows.
+            let n = 17 + usize::from(input.byte()) % 24;
+            let which = usize::from(input.byte()) % n;
+            let password = input.word(
+                len,
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+            );
+            let auths: Vec<String> = (0..n)
+                .map(|i| {
+                    base64::engine::general_purpose::STANDARD
+                        .encode(format!("mirror+robot{i:03}:{password}{i:03}"))
+                })
+                .collect();
+            let auth = auths[which].clone();
+            others = auths;
+            (auth.clone(), auth.clone(), auth.into_bytes())
         }
         _ => {
             // A long prefix of the secret, cut short.
@@ -118,7 +167,8 @@ fuzz_target!(|data: &[u8]| {
     text.extend_from_slice(&embedded);
     text.extend_from_slice(&rest[split..]);
 
-    let redactor = Redactor::new([given.as_str()]);
+    others.push(given);
+    let redactor = Redactor::new(&others);
     let mut out = Vec::new();
     let mut stream = redactor.stream(Mode::Text);
     for piece in text.chunks(chunk) {

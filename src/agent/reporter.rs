@@ -101,7 +101,7 @@ pub(super) struct Reporter {
 }
 
 impl Reporter {
-    pub(super) fn new(config: Config) -> anyhow::Result<Self> {
+    pub(super) fn new(mut config: Config) -> anyhow::Result<Self> {
         let client = Client::new(&ClientSettings {
             service_url: config.service_url.clone(),
             token: config.credentials.as_ref().map(|c| c.token.clone()),
@@ -145,13 +145,21 @@ impl Reporter {
         }
         let deadline = Instant::now() + config.timeout.saturating_sub(spent);
 
-        let secrets = config
+        // Taken, not copied: nothing else reads them, and a pull secret of
+        // thousands of auths held them twice while the redactor was built.
+        let scrub = config
             .credentials
-            .iter()
-            .flat_map(|c| c.scrub.iter().map(|s| s.expose().to_owned()))
-            .chain(config.proxy.secrets())
-            .collect::<Vec<_>>();
-        let redactor = Redactor::new(secrets);
+            .as_mut()
+            .map(|c| std::mem::take(&mut c.scrub))
+            .unwrap_or_default();
+        let proxy_secrets = config.proxy.secrets();
+        let redactor = Redactor::new(
+            scrub
+                .iter()
+                .map(|s| s.expose().as_bytes())
+                .chain(proxy_secrets.iter().map(String::as_bytes)),
+        );
+        drop(scrub);
         crate::redact::install_for_logs(&redactor);
         let mut collect =
             CollectContext::new(config.root.clone(), config.command_timeout, redactor);

@@ -2,8 +2,10 @@
 //! pod keeps restarting), every pod sandbox, the runtime's own status, its
 //! configuration and the registries configuration (both redacted: proxy
 //! credentials live there), and the pod logs under `/var/log/pods`, newest
-//! first, within a cap of their own. CRI-O's own log is the
-//! `journal/units/crio.log` member of the journal collector.
+//! first, within a cap of their own. kubelet's rotated logs
+//! (`0.log.<timestamp>.gz`) are shipped inflated, as text named without the
+//! `.gz`. CRI-O's own log is the `journal/units/crio.log` member of the
+//! journal collector.
 
 use std::cmp::Reverse;
 use std::io;
@@ -48,7 +50,8 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
     for (dir, prefix) in CONFIG_DIRS {
         if let Ok(files) = m.ctx().list_files(dir) {
             for file in files.iter().take(100) {
-                m.file_with(&format!("{prefix}/{}", file.name), &file.host, config)?;
+                let name = text_member_name(&file.name, &files);
+                m.file_with(&format!("{prefix}/{name}"), &file.host, config)?;
             }
         }
     }
@@ -69,10 +72,12 @@ fn pod_logs(m: &mut Members<'_>) -> io::Result<()> {
         };
         for container_name in containers {
             let dir = format!("{PODS_DIR}/{pod_name}/{container_name}");
-            for file in m.ctx().list_files(&dir).unwrap_or_default() {
+            let files = m.ctx().list_files(&dir).unwrap_or_default();
+            for file in &files {
+                let name = text_member_name(&file.name, &files);
                 logs.push((
-                    format!("crio/pods/{pod_name}/{container_name}/{}", file.name),
-                    file,
+                    format!("crio/pods/{pod_name}/{container_name}/{name}"),
+                    file.clone(),
                 ));
             }
         }
@@ -102,6 +107,22 @@ fn pod_logs(m: &mut Members<'_>) -> io::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The member name of host file `name` from a directory holding `files`:
+/// a gzip file is shipped inflated (`file.rs`), so `0.log.<timestamp>.gz`
+/// becomes `0.log.<timestamp>`, unless a file of that name sits beside it
+/// (kubelet compressing a rotation it has not removed yet): then
+/// `0.log.<timestamp>.inflated`.
+fn text_member_name(name: &str, files: &[HostFile]) -> String {
+    let Some(stem) = name.strip_suffix(".gz").filter(|stem| !stem.is_empty()) else {
+        return name.to_owned();
+    };
+    if files.iter().any(|f| f.name == stem) {
+        format!("{stem}.inflated")
+    } else {
+        stem.to_owned()
+    }
 }
 
 #[cfg(test)]
@@ -184,5 +205,66 @@ mod tests {
             sink.get("crio/pods/ns_new_3/c/0.log").unwrap().len(),
             3 << 20
         );
+    }
+
+    #[test]
+    fn rotated_logs_are_shipped_inflated_and_redacted() {
+        use std::io::Write as _;
+        let gzip = |data: &[u8]| {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(data).unwrap();
+            gz.finish().unwrap()
+        };
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("var/log/pods/ns_pod_1/c");
+        std::fs::create_dir_all(&dir).unwrap();
+        let rotated = b"2026-11-24T10:15:00Z stderr F login password=hunter2-rotated\n";
+        std::fs::write(dir.join("0.log.20261124-101500.gz"), gzip(rotated)).unwrap();
+        // Mid-rotation: the plain file and its gzip side by side.
+        std::fs::write(dir.join("0.log.20261124-091500"), b"plain\n").unwrap();
+        std::fs::write(dir.join("0.log.20261124-091500.gz"), gzip(b"inflated\n")).unwrap();
+        std::fs::write(dir.join("0.log"), b"current\n").unwrap();
+        let ctx = context(root.path(), Some(fixture_path(None)));
+        let mut sink = MemorySink::new(64 << 20, u64::MAX);
+        let report = run_collector("crio", collect, &ctx, &mut sink).unwrap();
+        assert_eq!(
+            sink.get("crio/pods/ns_pod_1/c/0.log.20261124-101500")
+                .unwrap(),
+            b"2026-11-24T10:15:00Z stderr F login password=[REDACTED]\n"
+        );
+        let entry = report
+            .files
+            .iter()
+            .find(|f| f.path == "crio/pods/ns_pod_1/c/0.log.20261124-101500")
+            .unwrap();
+        assert_eq!(entry.redactions, 1);
+        assert!(
+            Path::new(&entry.source)
+                .extension()
+                .is_some_and(|e| e == "gz"),
+            "{entry:?}"
+        );
+        assert!(
+            entry
+                .reason
+                .as_deref()
+                .unwrap()
+                .starts_with("inflated from gzip ("),
+            "{entry:?}"
+        );
+        assert_eq!(
+            sink.get("crio/pods/ns_pod_1/c/0.log.20261124-091500")
+                .unwrap(),
+            b"plain\n"
+        );
+        assert_eq!(
+            sink.get("crio/pods/ns_pod_1/c/0.log.20261124-091500.inflated")
+                .unwrap(),
+            b"inflated\n"
+        );
+        assert!(sink
+            .members
+            .iter()
+            .all(|(name, _)| Path::new(name).extension().is_none_or(|e| e != "gz")));
     }
 }

@@ -1,42 +1,42 @@
 //! Host file capture: a host file read under the context's root through
 //! [`crate::rootfs`] (regular files only, every path component confined),
-//! its newest bytes kept, on a reading thread of its own so that a read
-//! stuck on a hung filesystem cannot hold the collector past its deadline.
+//! its newest bytes kept. The file is read on a thread of its own
+//! ([`crate::rootfs::open_streamed_with`]) so that a read stuck on a hung
+//! filesystem cannot hold the collector past its deadline; what is read is
+//! checked, redacted and compressed here, on the collector's thread. Only
+//! text reaches the redactor and the member: a gzip file is inflated first
+//! (bounded), and a file that is not text is left out ([`super::text`]).
 
-use std::io::{self, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::fs::{File, Metadata};
+use std::io::{self, Seek, SeekFrom};
+use std::os::unix::fs::FileExt as _;
+use std::path::Path;
+use std::time::Instant;
 
 use super::capture::{Captured, CommandLimits, Finished, Intake};
-use super::command::{PIPE_GRACE, POLL, READ_CHUNK};
 use super::context::CollectContext;
-use super::report::{Budget, Status};
+use super::report::Status;
+use super::text::{self, End, GZIP_MAGIC};
 
 /// Read before the tail of a big file so that, after its partial first
 /// line is dropped, the kept part still fills the budget.
 const SEEK_SLACK: u64 = 64 * 1024;
 
-/// How reading a host file ended, told by its reading thread.
-enum FileEnd {
-    Missing,
-    /// A FIFO, socket or device: never opened for reading.
-    NotRegular(String),
-    OpenFailed(io::Error),
-    /// Read to the end or to the read limit; an error stopped it early.
-    Read {
-        skipped_bytes: u64,
-        error: Option<io::Error>,
-    },
+/// Where the stream of a host file starts, decided on its reading thread.
+enum Plan {
+    /// Plain bytes from `offset` (the tail that fits, or 0).
+    Plain { offset: u64 },
+    /// A gzip file, from its start; the first `skip` inflated bytes are
+    /// older than what is kept.
+    Gzip { skip: u64 },
 }
 
 /// Reads a host file's newest `budget` bytes. Only regular files, opened
 /// through [`crate::rootfs`] (every path component inside the root, the type
-/// checked before any read open). Opening and reading happen on a thread of
-/// their own so that a read stuck in the kernel (a hung network filesystem)
-/// cannot hold the collector past `limits.timeout`: the thread is then
-/// abandoned and what it read so far is kept.
+/// checked before any read open), read on a thread of their own so that a
+/// read stuck in the kernel (a hung network filesystem) cannot hold the
+/// collector past `limits.timeout`: the thread is then abandoned and what
+/// was read so far is kept.
 pub(super) fn capture_file(
     ctx: &CollectContext,
     host: &str,
@@ -52,81 +52,62 @@ pub(super) fn capture_file(
         resume,
     } = limits;
     let started = Instant::now();
-    let intake = Arc::new(Mutex::new(Some(Intake::new(
-        ctx, budget, mode, scanner, resume,
-    ))));
-    let abandoned = Arc::new(AtomicBool::new(false));
-    let (done_tx, done_rx) = mpsc::channel::<FileEnd>();
-    let spawned = {
-        let intake = Arc::clone(&intake);
-        let abandoned = Arc::clone(&abandoned);
-        let root = ctx.root.clone();
-        let host = PathBuf::from(host);
-        std::thread::Builder::new()
-            .name("collect-file".into())
-            .spawn(move || {
-                let end = read_host_file(&root, &host, budget, &intake, &abandoned);
-                let _ = done_tx.send(end);
-            })
-    };
-    if let Err(err) = spawned {
-        return Captured::without_data(
-            source,
-            Status::Failed,
-            format!("cannot start reading {host}: {err}"),
-            started,
-        );
-    }
-    let end = done_rx.recv_timeout(timeout);
-    abandoned.store(true, Ordering::Relaxed);
-    let (skipped_bytes, timed_out, read_error) = match end {
-        Ok(FileEnd::Missing) => {
-            return Captured::without_data(
-                source,
-                Status::Skipped,
-                format!("{host} does not exist"),
-                started,
-            );
+    let window = budget.bytes.saturating_add(SEEK_SLACK);
+    let opened = crate::rootfs::open_streamed_with(
+        &ctx.root,
+        Path::new(host),
+        timeout,
+        move |file, meta| Ok(plan(file, meta, window)),
+    );
+    let (mut stream, plan) = match opened {
+        Ok(opened) => opened,
+        Err(err) => {
+            let (status, reason) = match err.kind() {
+                io::ErrorKind::NotFound => (Status::Skipped, format!("{host} does not exist")),
+                // A FIFO, socket or device (never opened for reading), a directory.
+                io::ErrorKind::Unsupported => (Status::Skipped, format!("{host} is {err}")),
+                io::ErrorKind::TimedOut => (
+                    Status::TimedOut,
+                    format!("{timeout_reason}; nothing read: opening it did not return"),
+                ),
+                _ => (Status::Failed, format!("cannot open {host}: {err}")),
+            };
+            return Captured::without_data(source, status, reason, started);
         }
-        Ok(FileEnd::NotRegular(what)) => {
-            return Captured::without_data(
-                source,
-                Status::Skipped,
-                format!("{host} is {what}"),
-                started,
-            );
-        }
-        Ok(FileEnd::OpenFailed(err)) => {
-            return Captured::without_data(
-                source,
-                Status::Failed,
-                format!("cannot open {host}: {err}"),
-                started,
-            );
-        }
-        Ok(FileEnd::Read {
-            skipped_bytes,
-            error,
-        }) => (skipped_bytes, None, error),
-        Err(_) => (0, Some(timeout_reason), None),
     };
-    // A timed-out reader may be in the middle of pushing a chunk: wait a
-    // moment for it, but never for as long as it likes.
-    let intake = if timed_out.is_some() {
-        take_within(&intake, PIPE_GRACE)
-    } else {
-        intake.lock().unwrap_or_else(PoisonError::into_inner).take()
+    let mut intake = Intake::new(ctx, budget, mode, scanner, resume);
+    let (skipped_bytes, end, gzip) = match plan {
+        Plan::Gzip { skip } => {
+            if skip > 0 {
+                intake.redactor.start_mid_line();
+            }
+            let (got, end) = text::gunzip(&mut stream, skip, text::Bounds::HOST, &mut |data| {
+                intake.push(data);
+            });
+            (got.skipped, end, Some(got.compressed))
+        }
+        Plan::Plain { offset } => {
+            if offset > 0 {
+                // The first line read is a fragment whose start (perhaps a
+                // secret's key) is gone: the redactor drops it rather than guess.
+                intake.redactor.start_mid_line();
+            }
+            // A file that grows while we read (a live log) must not keep us
+            // reading forever: stop after twice what we can keep.
+            let (_, end) = text::read_text(&mut stream, window.saturating_mul(2), &mut |data| {
+                intake.push(data);
+            });
+            (offset, end, None)
+        }
     };
-    let Some(intake) = intake else {
-        return Captured::without_data(
-            source,
-            Status::TimedOut,
-            format!(
-                "{}; nothing kept: the reader was still busy",
-                timed_out.unwrap_or_default()
-            ),
-            started,
-        );
+    let (timed_out, read_error) = match end {
+        End::LeftOut(left_out) => {
+            // Whatever went into the intake so far is dropped with it.
+            return Captured::without_data(source, Status::Skipped, left_out.reason(host), started);
+        }
+        End::Broken(_) if stream.timed_out() => (Some(timeout_reason), None),
+        End::Broken(err) => (None, Some(err)),
+        End::Complete => (None, None),
     };
     let Finished {
         content,
@@ -146,6 +127,13 @@ pub(super) fn capture_file(
         ),
         (None, None) => (Status::Ok, None),
     };
+    let reason = match (gzip, reason) {
+        (Some(compressed), reason) => {
+            let note = format!("inflated from gzip ({compressed} bytes on the host)");
+            Some(reason.map_or(note.clone(), |r| format!("{r}; {note}")))
+        }
+        (None, reason) => reason,
+    };
     Captured {
         source,
         truncated: skipped_bytes > 0 || content.truncated(),
@@ -162,88 +150,30 @@ pub(super) fn capture_file(
     }
 }
 
-/// Takes what `intake` holds, waiting at most `grace` for its lock.
-fn take_within(intake: &Mutex<Option<Intake>>, grace: Duration) -> Option<Intake> {
-    let until = Instant::now() + grace;
-    loop {
-        match intake.try_lock() {
-            Ok(mut guard) => return guard.take(),
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
-                return poisoned.into_inner().take()
-            }
-            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
-                std::thread::sleep(POLL);
-            }
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        }
+/// Decides where the stream starts (on the reading thread: these reads may
+/// hang like any): a gzip file from its start, a plain file at the tail
+/// that fits `window`.
+fn plan(file: &mut File, meta: &Metadata, window: u64) -> Plan {
+    let len = meta.len();
+    let mut magic = [0u8; 2];
+    if file.read_at(&mut magic, 0).is_ok_and(|n| n == 2) && magic == GZIP_MAGIC {
+        // ISIZE, the last member's size modulo 4 GiB (RFC 1952): for the
+        // one-member files kubelet writes, the whole size, so the older part
+        // is inflated without being redacted and compressed too. A wrong one
+        // costs either work (too small) or content (too big), never a bound.
+        let mut trailer = [0u8; 4];
+        let announced = (len >= 18 && file.read_at(&mut trailer, len - 4).is_ok_and(|n| n == 4))
+            .then(|| u64::from(u32::from_le_bytes(trailer)))
+            .filter(|&size| size <= text::Bounds::HOST.max_inflated);
+        let skip = announced.map_or(0, |size| size.saturating_sub(window));
+        return Plan::Gzip { skip };
     }
-}
-
-/// The reading thread of [`capture_file`]: pushes the file's newest bytes
-/// into `intake` until the end, the read limit, or `abandoned`.
-fn read_host_file(
-    root: &Path,
-    host: &Path,
-    budget: Budget,
-    intake: &Mutex<Option<Intake>>,
-    abandoned: &AtomicBool,
-) -> FileEnd {
-    let opened = match crate::rootfs::open(root, host) {
-        Ok(opened) if opened.metadata.is_file() => opened,
-        Ok(_) => return FileEnd::NotRegular("a directory".into()),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return FileEnd::Missing,
-        Err(err) if err.kind() == io::ErrorKind::Unsupported => {
-            return FileEnd::NotRegular(err.to_string());
-        }
-        Err(err) => return FileEnd::OpenFailed(err),
-    };
-    let mut file = opened.file;
-    let len = opened.metadata.len();
-    let mut skipped_bytes = 0u64;
-    let window = budget.bytes.saturating_add(SEEK_SLACK);
-    if len > window {
-        let offset = len - window;
-        if file.seek(SeekFrom::Start(offset)).is_ok() {
-            skipped_bytes = offset;
-            // The first line read is a fragment whose start (perhaps a
-            // secret's key) is gone: drop it rather than guess.
-            if let Some(intake) = intake
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_mut()
-            {
-                intake.redactor.start_mid_line();
-            }
-        }
+    if len > window && file.seek(SeekFrom::Start(len - window)).is_ok() {
+        return Plan::Plain {
+            offset: len - window,
+        };
     }
-    // A file that grows while we read (a live log) must not keep us reading
-    // forever: stop after twice what we can keep.
-    let read_limit = window.saturating_mul(2);
-    let mut chunk = vec![0u8; READ_CHUNK];
-    let mut read = 0u64;
-    let mut error = None;
-    while read < read_limit && !abandoned.load(Ordering::Relaxed) {
-        match file.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                read += n as u64;
-                let mut guard = intake.lock().unwrap_or_else(PoisonError::into_inner);
-                match guard.as_mut() {
-                    Some(intake) => intake.push(&chunk[..n]),
-                    None => break,
-                }
-            }
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => {
-                error = Some(err);
-                break;
-            }
-        }
-    }
-    FileEnd::Read {
-        skipped_bytes,
-        error,
-    }
+    Plan::Plain { offset: 0 }
 }
 
 #[cfg(test)]

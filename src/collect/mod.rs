@@ -23,7 +23,8 @@
 //! shared limits), `report` (statuses, member reports, budgets and caps),
 //! `members` (the handle collectors write through), `capture` (one member's
 //! intake and result), `command` (the child-process runner), `file` (host
-//! file capture), `chunks` (compressed content in memory) and
+//! file capture), `text` (what of a host file may be shipped: text, gzip
+//! inflated within bounds), `chunks` (compressed content in memory) and
 //! `journal_cache`. Collectors import those files, never this one, which
 //! names them all.
 
@@ -43,6 +44,7 @@ pub mod system;
 pub mod systemd;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod text;
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -52,7 +54,7 @@ use std::time::{Duration, Instant};
 pub use context::CollectContext;
 pub use members::{Members, Sink};
 pub use report::{
-    is_cap_reason, Budget, CollectorReport, FileReport, Status, BUNDLE_CAP_REASON,
+    is_cap_reason, Budget, CollectorReport, FileReport, Status, Unlisted, BUNDLE_CAP_REASON,
     MEMBER_CAP_REASON,
 };
 use report::{millis, summarize};
@@ -179,6 +181,7 @@ fn run_limited(
         max_bytes: None,
         time_limit_ms: None,
         digest,
+        unlisted: None,
     })
 }
 

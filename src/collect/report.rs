@@ -82,11 +82,79 @@ pub struct CollectorReport {
     /// One line naming the worst finding (the records collector's summary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// Members past what the manifest lists for one collector (its size is
+    /// bounded), counted rather than listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlisted: Option<Unlisted>,
+}
+
+/// The members of a collector the manifest does not list, in total.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unlisted {
+    pub files: usize,
+    /// Those in the archive.
+    pub archived: usize,
+    /// Their bytes in the archive.
+    pub bytes: u64,
+    pub redactions: usize,
+    /// Those whose status is not ok (skipped ones included).
+    pub not_ok: usize,
 }
 
 impl CollectorReport {
+    /// Secrets replaced in its members, listed or not.
     pub fn redactions(&self) -> usize {
-        self.files.iter().map(|f| f.redactions).sum()
+        self.files.iter().map(|f| f.redactions).sum::<usize>()
+            + self.unlisted.as_ref().map_or(0, |u| u.redactions)
+    }
+
+    /// Lists at most `max_files` members, and no more than `max_bytes` of
+    /// their JSON; the rest are counted in [`CollectorReport::unlisted`] and
+    /// the reason says so. Reasons are cut to `max_reason` characters.
+    pub fn bound_listing(&mut self, max_files: usize, max_bytes: usize, max_reason: usize) {
+        if let Some(reason) = &mut self.reason {
+            cut_chars(reason, max_reason);
+        }
+        let mut listed_bytes = 0usize;
+        let mut keep = self.files.len();
+        for (i, file) in self.files.iter_mut().enumerate() {
+            if let Some(reason) = &mut file.reason {
+                cut_chars(reason, max_reason);
+            }
+            listed_bytes += serde_json::to_vec(file).map_or(0, |json| json.len());
+            if i == max_files || listed_bytes > max_bytes {
+                keep = i;
+                break;
+            }
+        }
+        if keep == self.files.len() {
+            return;
+        }
+        let mut unlisted = self.unlisted.take().unwrap_or_default();
+        for file in self.files.drain(keep..) {
+            unlisted.files += 1;
+            unlisted.archived += usize::from(file.archived);
+            unlisted.bytes += file.bytes;
+            unlisted.redactions += file.redactions;
+            unlisted.not_ok += usize::from(file.status != Status::Ok);
+        }
+        let note = format!(
+            "{} more member(s) not listed (the manifest lists at most {max_files} per collector): {} archived, {} bytes, {} redaction(s)",
+            unlisted.files, unlisted.archived, unlisted.bytes, unlisted.redactions
+        );
+        self.reason = Some(match self.reason.take() {
+            Some(reason) => format!("{reason}; {note}"),
+            None => note,
+        });
+        self.unlisted = Some(unlisted);
+    }
+}
+
+/// Cuts `text` to `max` characters, marking the cut.
+pub fn cut_chars(text: &mut String, max: usize) {
+    if let Some((at, _)) = text.char_indices().nth(max) {
+        text.truncate(at);
+        text.push('…');
     }
 }
 
@@ -192,4 +260,74 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(i: usize) -> FileReport {
+        FileReport {
+            path: format!("records/svc-{i}.json"),
+            source: format!("/var/log/openshift/svc-{i}.json"),
+            status: if i % 2 == 0 {
+                Status::Ok
+            } else {
+                Status::Skipped
+            },
+            reason: (i == 0).then(|| "x".repeat(10_000)),
+            archived: i % 2 == 0,
+            bytes: 10,
+            truncated: false,
+            original_bytes: None,
+            redactions: 1,
+            duration_ms: 0,
+            reused_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn listings_are_bounded_and_what_is_left_out_counted() {
+        let mut report = CollectorReport {
+            name: "records".into(),
+            status: Status::Ok,
+            reason: None,
+            bytes: 0,
+            duration_ms: 0,
+            files: (0..5_000).map(file).collect(),
+            max_bytes: None,
+            time_limit_ms: None,
+            digest: None,
+            unlisted: None,
+        };
+        assert_eq!(report.redactions(), 5_000);
+        report.bound_listing(1_000, usize::MAX, 100);
+        assert_eq!(report.files.len(), 1_000);
+        assert_eq!(
+            report.files[0].reason.as_ref().unwrap().chars().count(),
+            101
+        );
+        let unlisted = report.unlisted.clone().unwrap();
+        assert_eq!(
+            (unlisted.files, unlisted.archived, unlisted.bytes),
+            (4_000, 2_000, 40_000)
+        );
+        assert_eq!(unlisted.not_ok, 2_000);
+        // Nothing is lost from the totals.
+        assert_eq!(report.redactions(), 5_000);
+        assert!(report
+            .reason
+            .unwrap()
+            .starts_with("4000 more member(s) not listed"));
+        // A byte bound cuts sooner.
+        let mut report = CollectorReport {
+            files: (1..5_000).map(file).collect(),
+            reason: None,
+            unlisted: None,
+            ..report
+        };
+        report.bound_listing(1_000, 10_000, 100);
+        assert!(report.files.len() < 100, "{}", report.files.len());
+        assert!(serde_json::to_vec(&report.files).unwrap().len() <= 10_000 + 200);
+    }
 }

@@ -258,7 +258,7 @@ impl Engine {
             return;
         };
         for service in &summary.services {
-            let runs = service.runs.len();
+            let runs = service.run_count();
             for failure in &service.failures {
                 let recovered = failure.run < runs || service.status == Outcome::Success;
                 let at_text = failure.at.clone();

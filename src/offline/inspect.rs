@@ -446,14 +446,17 @@ fn render_summary(o: &mut String, summary: &Summary) {
             service.service,
             service.file,
             service.status.as_str(),
-            service.runs.len(),
+            service.run_count(),
             service.entries
         );
+        if let Some(condensed) = &service.condensed {
+            let _ = writeln!(o, "  {condensed}");
+        }
         for (i, run) in service.runs.iter().enumerate() {
             let _ = writeln!(
                 o,
                 "  run {}: {} -> {} ({}) {}",
-                i + 1,
+                i + 1 + service.runs_left_out,
                 run.start.as_deref().unwrap_or("?"),
                 run.end.as_deref().unwrap_or("…"),
                 duration_text(run.duration_secs),

@@ -1,10 +1,14 @@
 //! The records collector: puts the bootstrap service records into the
 //! bundle. The `/var/log/openshift/<service>.json` files that bootkube,
 //! release-image, approve-csr and friends write about their own progress,
-//! copied raw, the timeline bootkube leaves as
-//! `/opt/openshift/<stage>.done` markers, and `records/summary.json`: the
-//! parsed timeline of every service ([`crate::records::Summary`]), always
-//! present, whose digest becomes the collector's digest in the manifest.
+//! the timeline bootkube leaves as `/opt/openshift/<stage>.done` markers,
+//! and `records/summary.json`: the parsed timeline of every service
+//! ([`crate::records::Summary`]), always present, whose digest becomes the
+//! collector's digest in the manifest.
+//!
+//! The markers and the summary are written first, each bounded in size, so
+//! they always fit the collector's cap; the raw record files follow with
+//! what is left (a cap of their own each, at most [`MAX_RECORD_FILES`]).
 //!
 //! The directory is optional: on a multi-node install the bootstrap host ran
 //! these services before it wrote its disk, so after the reboot they are gone.
@@ -14,17 +18,27 @@ use std::io;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
-use super::summary::{DoneMarker, Summary, PARSE_LIMIT, RECORDS_DIR};
-use crate::collect::members::Members;
+use super::summary::{
+    read_record, DoneMarker, Summary, MAX_DONE_MARKERS, MAX_RECORD_FILES, RECORDS_DIR,
+    SUMMARY_MAX_BYTES,
+};
+use crate::collect::context::HostFile;
+use crate::collect::members::{Members, Opts};
 
 const MARKERS_DIR: &str = "/opt/openshift";
+/// One raw record's cap, so that one record cannot take the others' room:
+/// records are a few KiB; the newest part of a bigger one (its summary
+/// reads it whole, within `PARSE_LIMIT`).
+pub const RAW_RECORD_MAX_BYTES: u64 = 8 * 1024 * 1024;
+/// Stale temporaries named in the note.
+const STALE_NAMED: usize = 20;
 
 pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
     let mut summary = Summary::default();
+    let mut records = Vec::new();
     match m.ctx().list_files(RECORDS_DIR) {
         Ok(files) => {
             summary.records_dir_present = true;
-            let mut records = Vec::new();
             let mut stale = Vec::new();
             for file in files {
                 let path = Path::new(&file.name);
@@ -40,28 +54,28 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
                 }
             }
             if !stale.is_empty() {
-                let list = stale.join(", ");
+                let list = named(&stale);
                 m.note(format!(
                     "ignored {} stale temporary record(s): {list}",
                     stale.len()
                 ));
-                summary.problems.push(format!(
+                summary.add_problem(&format!(
                     "stale temporary record(s) ignored (an interrupted rewrite): {list}"
                 ));
             }
             if records.is_empty() {
                 m.note(format!("no *.json records in {RECORDS_DIR}"));
             }
-            for file in records {
-                m.file(&format!("records/{}", file.name), &file.host)?;
-                let timeout = m.time_left().min(m.ctx().command_timeout);
-                match m.ctx().read_host_file(&file.host, PARSE_LIMIT, timeout) {
-                    Ok(data) => summary.add_file(&file.name, &data),
-                    Err(err) => summary
-                        .problems
-                        .push(format!("{}: cannot read: {err}", file.name)),
-                }
+            if records.len() > MAX_RECORD_FILES {
+                let more = records.len() - MAX_RECORD_FILES;
+                records.truncate(MAX_RECORD_FILES);
+                let note = format!(
+                    "{more} record file(s) after the first {MAX_RECORD_FILES} by name neither read nor copied (record file cap)"
+                );
+                summary.add_problem(&note);
+                m.note(note);
             }
+            summarize(m, &records, &mut summary);
         }
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
             let reason = format!("no {RECORDS_DIR} (normal after the bootstrap host rebooted)");
@@ -70,24 +84,73 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
         }
         Err(err) => {
             let reason = format!("cannot list {RECORDS_DIR}: {err}");
-            summary.problems.push(reason.clone());
+            summary.add_problem(&reason);
             m.skip("records", RECORDS_DIR, reason);
         }
     }
     summary.done_markers = done_markers(m)?;
     summary.finish();
     m.set_digest(summary.digest.clone());
-    let mut json = serde_json::to_vec_pretty(&summary).unwrap_or_default();
-    json.push(b'\n');
+    let room = usize::try_from(m.budget(Opts::default()).bytes).unwrap_or(usize::MAX);
+    let json = summary.to_json_within(room.min(SUMMARY_MAX_BYTES));
     m.generated(
         "records/summary.json",
         "parsed /var/log/openshift/*.json and /opt/openshift/*.done",
         json,
-    )
+    )?;
+    // The raw copies get what the markers and the summary left.
+    for (i, file) in records.iter().enumerate() {
+        if m.exhausted() {
+            m.note(format!(
+                "{} record file(s) not copied: the collector's size cap or time limit was reached (all are in records/summary.json)",
+                records.len() - i
+            ));
+            break;
+        }
+        m.file_with(
+            &format!("records/{}", file.name),
+            &file.host,
+            Opts::max_bytes(RAW_RECORD_MAX_BYTES),
+        )?;
+    }
+    Ok(())
+}
+
+/// Reads each record for the summary, streaming, within the collector's
+/// time; the files not read by its end are named in the problems.
+fn summarize(m: &Members<'_>, records: &[HostFile], summary: &mut Summary) {
+    for (i, file) in records.iter().enumerate() {
+        let timeout = m.time_left().min(m.ctx().command_timeout);
+        if timeout.is_zero() {
+            summary.add_problem(&format!(
+                "time limit reached: {} record file(s) not read",
+                records.len() - i
+            ));
+            return;
+        }
+        match read_record(&m.ctx().root, &file.host, timeout) {
+            Ok(parsed) => summary.add_parsed(&file.name, parsed),
+            Err(err) => summary.add_problem(&format!("{}: cannot read: {err}", file.name)),
+        }
+    }
+}
+
+/// The first [`STALE_NAMED`] names, and how many more.
+fn named(names: &[String]) -> String {
+    let mut list = names
+        .iter()
+        .take(STALE_NAMED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > STALE_NAMED {
+        let _ = write!(list, " and {} more", names.len() - STALE_NAMED);
+    }
+    list
 }
 
 /// bootkube touches `<stage>.done` after each stage; the mtimes say how far
-/// it got and how long each stage took.
+/// it got and how long each stage took. The newest [`MAX_DONE_MARKERS`].
 fn done_markers(m: &mut Members<'_>) -> io::Result<Vec<DoneMarker>> {
     let Ok(files) = m.ctx().list_files(MARKERS_DIR) else {
         return Ok(Vec::new());
@@ -105,6 +168,14 @@ fn done_markers(m: &mut Members<'_>) -> io::Result<Vec<DoneMarker>> {
     }
     markers.sort();
     let mut listing = String::from("# mtime (UTC)\tmarker\n");
+    if markers.len() > MAX_DONE_MARKERS {
+        let older = markers.len() - MAX_DONE_MARKERS;
+        markers.drain(..older);
+        let _ = writeln!(
+            listing,
+            "# {older} older marker(s) not listed (at most {MAX_DONE_MARKERS})"
+        );
+    }
     let mut parsed = Vec::new();
     for (secs, name) in markers {
         let when = UNIX_EPOCH + std::time::Duration::from_secs(secs);
@@ -151,13 +222,14 @@ mod tests {
         let report = run_collector("records", collect, &ctx, &mut sink).unwrap();
 
         let paths: Vec<&str> = report.files.iter().map(|f| f.path.as_str()).collect();
+        // The markers and the summary first: they always fit.
         assert_eq!(
             paths,
             [
+                "records/done-markers.txt",
+                "records/summary.json",
                 "records/bootkube.json",
                 "records/kubelet.json",
-                "records/done-markers.txt",
-                "records/summary.json"
             ]
         );
         assert_eq!(report.status, Status::Ok);

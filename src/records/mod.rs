@@ -6,10 +6,12 @@
 //! the summary's fields: `docs/bundle.md` (Records summary); how the
 //! diagnosis uses them: `docs/diagnosis.md`.
 //!
-//! - [`parse`]: one record file, salvaged and folded into runs and steps;
-//! - [`summary`]: every service of a host, the digest, [`summarize_host`];
-//! - [`collector`]: the bundle collector that copies the records raw and
-//!   adds `records/summary.json`.
+//! - [`parse`]: one record file, streamed, salvaged and folded into runs
+//!   and steps;
+//! - [`summary`]: every service of a host within a size cap, the digest,
+//!   [`summarize_host`];
+//! - [`collector`]: the bundle collector that writes the done markers and
+//!   `records/summary.json` first, then copies the records raw.
 //!
 //! Imports point one way: `parse` ← `summary` ← `collector`.
 
@@ -18,9 +20,10 @@ pub mod parse;
 pub mod summary;
 
 pub use parse::{
-    parse_entries, service_from_entries, Entry, Failure, Outcome, Parsed, Run, Service, Step,
-    StepKind, MAX_ENTRIES, MAX_FIELD_BYTES,
+    parse_entries, parse_reader, service_from_entries, Entry, Failure, Outcome, Parsed, Run,
+    Service, Step, StepKind, MAX_ENTRIES, MAX_ENTRY_BYTES, MAX_ENTRY_TEXT, MAX_FIELD_BYTES,
 };
 pub use summary::{
-    summarize_host, DoneMarker, Summary, DIGEST_MAX_CHARS, PARSE_LIMIT, RECORDS_DIR,
+    read_record, summarize_host, DoneMarker, Summary, DIGEST_MAX_CHARS, MAX_RECORD_FILES,
+    PARSE_LIMIT, RECORDS_DIR, SUMMARY_MAX_BYTES,
 };

@@ -1,6 +1,6 @@
 //! Where the shape rules look: the words secret keys are made of (any case)
 //! and the anchors of the other shapes (`://`, `bearer`, `-----BEGIN`,
-//! `-p `), found in one vectorised pass.
+//! `-p `, `ipmitool`), found in one vectorised pass.
 //!
 //! An Aho-Corasick automaton matching them case-insensitively has no
 //! prefilter (aho-corasick builds none for ASCII case folding) and walks
@@ -29,6 +29,8 @@ pub(super) enum Anchor {
     PemBegin,
     /// `-p `
     ShortPasswordFlag,
+    /// `ipmitool` (its `-P PW`)
+    Ipmitool,
 }
 
 /// Each anchor: the word (matched case-insensitively when `any_case`) and
@@ -41,10 +43,12 @@ const ANCHORS: &[(&str, bool, Anchor)] = &[
     ("token", true, Anchor::KeyWord),
     ("auth", true, Anchor::KeyWord),
     ("key", true, Anchor::KeyWord),
+    ("cookie", true, Anchor::KeyWord),
     ("bearer", true, Anchor::Bearer),
     ("://", false, Anchor::Url),
     ("-----BEGIN", false, Anchor::PemBegin),
     ("-p ", false, Anchor::ShortPasswordFlag),
+    ("ipmitool", false, Anchor::Ipmitool),
 ];
 /// Bytes of each anchor the searcher looks for.
 const PREFIX: usize = 3;
@@ -91,7 +95,7 @@ impl Anchors {
         }
         let packed = packed::Config::new()
             .match_kind(packed::MatchKind::LeftmostFirst)
-            // 67 patterns: more than its heuristic takes, but the buckets
+            // 75 patterns: more than its heuristic takes, but the buckets
             // above keep the candidates exact.
             .heuristic_pattern_limits(false)
             .builder()

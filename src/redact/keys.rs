@@ -1,8 +1,9 @@
 //! Secret keys and their values: which keys are secret (everywhere, and in
-//! NetworkManager keyfiles only: [`Mode`]), and the extent of the value
-//! after one in each form it takes: `key=value`, `key: value` (headers,
-//! YAML, mid-line in logs), `"key": "value"` (JSON, also escaped inside a
-//! log line), `--key value` (a command line), and a whole `"auths":{…}`
+//! NetworkManager keyfiles only: [`Mode`]; snake, kebab and camel case
+//! alike), and the extent of the value after one in each form it takes:
+//! `key=value`, `key: value` (headers, YAML, mid-line in logs), `"key":
+//! "value"` (JSON, also escaped inside a log line), `--key value` (a
+//! command line), `<key>value</key>` (XML), and a whole `"auths":{…}`
 //! object.
 
 use memchr::{memmem, memrchr};
@@ -45,9 +46,12 @@ const SECRET_KEYS: &[&str] = &[
     "id-token",
     "api-key",
     "apikey",
+    "x-api-key",
     "authorization",
     "proxy-authorization",
     "x-secret-key",
+    "cookie",
+    "set-cookie",
     "aws-secret-access-key",
     "secret-access-key",
     "secret-key",
@@ -64,6 +68,16 @@ const SECRET_SUFFIXES: &[&str] = &[
 /// Keys secret only in NetworkManager keyfiles: elsewhere `private-key=` is
 /// as likely a path and `secret=` names a Kubernetes object.
 const KEYFILE_SECRET_KEYS: &[&str] = &["private-key", "secret", "secrets", "key"];
+/// Headers whose value inside a command line runs to its quote, not to the
+/// first blank (`curl -H 'Cookie: a=b; c=d'`).
+const HEADERS: &[&[u8]] = &[
+    b"authorization",
+    b"proxy-authorization",
+    b"x-secret-key",
+    b"x-api-key",
+    b"cookie",
+    b"set-cookie",
+];
 
 /// How to read the content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,39 +90,96 @@ pub enum Mode {
     Keyfile,
 }
 
+#[inline]
 fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')
 }
 
+#[inline]
 pub(super) fn word_len(rest: &[u8]) -> usize {
     rest.iter()
         .position(|&b| !is_key_byte(b))
         .unwrap_or(rest.len())
 }
 
-fn is_secret_key(key: &[u8], mode: Mode) -> bool {
-    let key = key.trim_ascii_start();
-    let key = &key[key.iter().take_while(|&&b| b == b'-').count()..];
-    if key.is_empty() || key.len() > 64 {
-        return false;
-    }
-    let mut norm = [0u8; 64];
-    for (n, &b) in norm.iter_mut().zip(key) {
-        *n = if b == b'_' {
-            b'-'
-        } else {
-            b.to_ascii_lowercase()
-        };
-    }
-    let norm = &norm[..key.len()];
-    let last = memrchr(b'.', norm).map_or(norm, |dot| &norm[dot + 1..]);
+/// What a key says of its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyKind {
+    No,
+    Secret,
+    /// `secret` outside a keyfile: a secret as a YAML or JSON key or an XML
+    /// element, a Kubernetes object's name in `secret=` and prose
+    /// (`failed to get secret: …`).
+    BareSecret,
+}
+
+/// Whether a normalized key (or its last dotted component) is secret.
+fn is_secret(norm: &[u8], mode: Mode) -> bool {
     let is = |list: &[&str], key: &[u8]| list.iter().any(|k| k.as_bytes() == key);
     let secret = |key: &[u8]| {
         is(SECRET_KEYS, key)
             || SECRET_SUFFIXES.iter().any(|s| key.ends_with(s.as_bytes()))
             || (mode == Mode::Keyfile && is(KEYFILE_SECRET_KEYS, key))
     };
-    secret(norm) || secret(last)
+    secret(norm) || memrchr(b'.', norm).is_some_and(|dot| secret(&norm[dot + 1..]))
+}
+
+/// Whether a word of camel case starts at `key[i]`: an upper-case letter
+/// after a lower-case one or a digit, or before a lower-case one after an
+/// acronym (`AWSSecret`).
+fn starts_word(key: &[u8], i: usize) -> bool {
+    i > 0
+        && key[i].is_ascii_uppercase()
+        && (key[i - 1].is_ascii_lowercase()
+            || key[i - 1].is_ascii_digit()
+            || (key[i - 1].is_ascii_uppercase()
+                && key.get(i + 1).is_some_and(u8::is_ascii_lowercase)))
+}
+
+/// What `key` says of its value: compared lowercased, `_` read as `-`,
+/// leading dashes of a flag dropped, and again with `-` between the words
+/// of camel case (`clientSecret`, `AWSSecretAccessKey`).
+fn key_kind(key: &[u8], mode: Mode) -> KeyKind {
+    let key = key.trim_ascii_start();
+    let key = &key[key.iter().take_while(|&&b| b == b'-').count()..];
+    if key.is_empty() || key.len() > 64 {
+        return KeyKind::No;
+    }
+    let lower = |b: u8| {
+        if b == b'_' {
+            b'-'
+        } else {
+            b.to_ascii_lowercase()
+        }
+    };
+    let mut norm = [0u8; 64];
+    for (n, &b) in norm.iter_mut().zip(key) {
+        *n = lower(b);
+    }
+    let norm = &norm[..key.len()];
+    if is_secret(norm, mode) {
+        return KeyKind::Secret;
+    }
+    if (1..key.len()).any(|i| starts_word(key, i)) {
+        let mut camel = [0u8; 128];
+        let mut n = 0;
+        for (i, &b) in key.iter().enumerate() {
+            if starts_word(key, i) {
+                camel[n] = b'-';
+                n += 1;
+            }
+            camel[n] = lower(b);
+            n += 1;
+        }
+        if is_secret(&camel[..n], mode) {
+            return KeyKind::Secret;
+        }
+    }
+    if norm == b"secret" {
+        KeyKind::BareSecret
+    } else {
+        KeyKind::No
+    }
 }
 
 /// The value of the key that ends at `key_end`, if it is a secret key:
@@ -127,6 +198,10 @@ pub(super) fn key_value(
         key_start -= 1;
     }
     let key = &buf[key_start..key_end];
+    if key_start > 0 && buf[key_start - 1] == b'<' {
+        xml_element(buf, key_end, key_kind(key, mode), out);
+        return;
+    }
     // After the key: a closing quote (perhaps escaped), blanks, separator.
     // Checked first: most words found are no key at all.
     let mut sep = key_end;
@@ -143,12 +218,29 @@ pub(super) fn key_value(
     }
     let is_separator = matches!(buf.get(sep), Some(b'=' | b':'));
     let is_flag = key.starts_with(b"-") && !quoted_key && sep == key_end + 1;
-    if !(is_separator || is_flag) || !is_secret_key(key, mode) {
+    if !(is_separator || is_flag) {
+        return;
+    }
+    let kind = key_kind(key, mode);
+    if kind == KeyKind::No {
         return;
     }
     let first_on_line = buf[line_start(buf, key_start)..key_start]
         .iter()
         .all(|b| matches!(b, b' ' | b'\t' | b'"' | b'\\'));
+    // `secret` is a key in YAML (`secret: …` first on its line) and JSON,
+    // with a scalar value (`"secret":{"secretName":…}` names an object).
+    let bare_secret = kind == KeyKind::BareSecret;
+    if bare_secret
+        && (buf.get(sep) != Some(&b':')
+            || !(quoted_key || first_on_line)
+            || buf[sep + 1..]
+                .iter()
+                .find(|b| !matches!(b, b' ' | b'\t'))
+                .is_some_and(|b| matches!(b, b'{' | b'[')))
+    {
+        return;
+    }
     if !is_separator {
         // `--password PW`: a flag, one blank, a value that is no flag.
         if sep < buf.len() && !matches!(buf[sep], b'-' | b'\n' | b'\r') {
@@ -166,7 +258,7 @@ pub(super) fn key_value(
     if buf[sep] == b':' && !quoted_key && !first_on_line {
         // A header quoted inside a command line runs to its quote.
         let lower = key.to_ascii_lowercase();
-        if lower.ends_with(b"authorization") || lower == b"x-secret-key" {
+        if HEADERS.contains(&lower.as_slice()) {
             end = End::LineOrQuote;
         }
     }
@@ -181,6 +273,32 @@ pub(super) fn key_value(
     if let Some(span) = value_span(buf, v, end, open_end) {
         out.push(span);
     }
+}
+
+/// The content of `<key>…</key>` (or `<key attr=…>…</key>`) on one line,
+/// `key_end` being the end of the element's name. Without its closing tag
+/// it is no element but a placeholder (`--password <password> quay.io`).
+fn xml_element(buf: &[u8], key_end: usize, kind: KeyKind, out: &mut Vec<Span>) {
+    if kind == KeyKind::No {
+        return;
+    }
+    let eol = line_end(buf, key_end);
+    let Some(close) = buf[key_end..eol].iter().position(|&b| b == b'>') else {
+        return;
+    };
+    let attributes = &buf[key_end..key_end + close];
+    if attributes.ends_with(b"/") || attributes.first().is_some_and(|b| !b.is_ascii_whitespace()) {
+        return; // `<password/>`
+    }
+    let start = key_end + close + 1;
+    let Some(len) = memmem::find(&buf[start..eol], b"</") else {
+        return;
+    };
+    let value = &buf[start..start + len];
+    if value.iter().all(u8::is_ascii_whitespace) || value.contains(&b'<') || value == MARKER {
+        return;
+    }
+    out.push(Span::new(start, start + len));
 }
 
 /// Where an unquoted value ends.
@@ -376,6 +494,92 @@ mod tests {
         for (input, want) in cases {
             let (out, _) = redact(&r, input);
             assert_eq!(out, want, "input {input}");
+        }
+    }
+
+    #[test]
+    fn camel_case_keys_headers_and_xml_elements() {
+        let r = Redactor::default();
+        let cases = [
+            // camelCase forms of the keys above (Kubernetes, AWS, OAuth).
+            (
+                "    clientSecret: 0a1b2c3d4e5f6a7b8c9d",
+                "    clientSecret: [REDACTED]",
+            ),
+            (
+                r#"{"accessKeyId":"AKIAIOSFODNN7","secretAccessKey":"wJalrXUtnFEMI/K7MDENG"}"#,
+                r#"{"accessKeyId":"AKIAIOSFODNN7","secretAccessKey":"[REDACTED]"}"#,
+            ),
+            (
+                "  bearerToken: eyJhbGciOiJSUzI1NiJ9.e30.c2ln",
+                "  bearerToken: [REDACTED]",
+            ),
+            (
+                r#"{"clientKeyData":"LS0tLS1CRUdJTiBSU0E=","clientCertificateData":"LS0t"}"#,
+                r#"{"clientKeyData":"[REDACTED]","clientCertificateData":"LS0t"}"#,
+            ),
+            (
+                "env AWSSecretAccessKey=wJalrXUtnFEMI/K7MDENG x",
+                "env AWSSecretAccessKey=[REDACTED] x",
+            ),
+            (
+                r#"{"apiKey":"AIzaSyD-abcdef","refreshToken":"1//0gabc","privateKeyPassword":"pk"}"#,
+                r#"{"apiKey":"[REDACTED]","refreshToken":"[REDACTED]","privateKeyPassword":"[REDACTED]"}"#,
+            ),
+            ("  wepKey0: 0123456789", "  wepKey0: [REDACTED]"),
+            // `secret` as a key: YAML at line start, JSON.
+            ("  secret: hunter2hunter2", "  secret: [REDACTED]"),
+            (
+                r#"{"name":"x","secret":"hunter2hunter2"}"#,
+                r#"{"name":"x","secret":"[REDACTED]"}"#,
+            ),
+            // Headers.
+            ("X-Api-Key: 0123456789abcdef", "X-Api-Key: [REDACTED]"),
+            (
+                "curl -H 'x-api-key: abc def' https://x",
+                "curl -H 'x-api-key: [REDACTED]' https://x",
+            ),
+            (
+                "Cookie: theme=dark; session=0123456789abcdef",
+                "Cookie: [REDACTED]",
+            ),
+            (
+                "< Set-Cookie: sid=0123456789; Path=/; HttpOnly",
+                "< Set-Cookie: [REDACTED]",
+            ),
+            (
+                "curl -H \"Cookie: a=b; c=d\" https://x",
+                "curl -H \"Cookie: [REDACTED]\" https://x",
+            ),
+            // XML elements.
+            (
+                "<user><name>admin</name><password>hunter2 hunter2</password></user>",
+                "<user><name>admin</name><password>[REDACTED]</password></user>",
+            ),
+            ("  <secret>s3cr3t</secret>", "  <secret>[REDACTED]</secret>"),
+            (
+                "<token>abcdefgh</token><Passphrase>x y</Passphrase>",
+                "<token>[REDACTED]</token><Passphrase>[REDACTED]</Passphrase>",
+            ),
+        ];
+        for (input, want) in cases {
+            let (out, _) = redact(&r, input);
+            assert_eq!(out, want, "input {input}");
+        }
+        // Look-alikes: names, references, paths and prose stay.
+        for text in [
+            r#"{"secretName":"pull-secret","tokenEndpoint":"https://oauth/token"}"#,
+            "  publicKey: ssh-ed25519 AAAAC3Nza",
+            r#"{"passwordFile":"/etc/pw","secretRef":{"name":"x"}}"#,
+            "E1122 kubelet: failed to sync secret: cache not synced",
+            "time=10:00:01 secret=\"openshift-config/pull-secret\"",
+            "<secret ephemeral='no' private='yes'>",
+            "<password/> <token></token>",
+            "  secret:",
+            "- secret: {secretName: etcd-certs}",
+            "oc create --secret ",
+        ] {
+            assert_eq!(redact(&r, text), (text.to_owned(), 0), "{text}");
         }
     }
 }

@@ -1,15 +1,17 @@
 //! Finding the agent's own secrets in content: the engine over their forms
 //! (forms long enough sampled through [`super::windows`], shorter ones
-//! matched whole by an Aho-Corasick automaton), each sampled hit extended
-//! to the longest run of its form, kept when it is the whole form or a
-//! fragment of at least [`MIN_FRAGMENT`] bytes, together with the pieces
-//! of it wrapped onto the lines around.
+//! matched whole by an Aho-Corasick automaton), each sampled hit checked
+//! and extended to the longest run of its form, kept when it is the whole
+//! form or a fragment of at least [`MIN_FRAGMENT`] bytes, together with the
+//! pieces of it wrapped onto the lines around.
+
+use std::ops::ControlFlow;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
-use super::forms::Form;
+use super::forms::{Encoding, FormRef, Forms};
 use super::span::Span;
-use super::windows::{self, WindowSet};
+use super::windows::{self, WindowSet, WINDOW};
 
 // Sampling finds every run of `windows::SURE` bytes: the fragment rule
 // must not ask for shorter ones.
@@ -35,27 +37,64 @@ pub(super) struct Engine {
     pub(super) windows: WindowSet,
     /// Shorter forms, matched whole (exact case), when there are any.
     pub(super) short: Option<AhoCorasick>,
-    pub(super) forms: Vec<Form>,
+    pub(super) forms: Forms,
     pub(super) longest_form: usize,
 }
 
 impl Engine {
-    pub(super) fn build(forms: Vec<Form>) -> Engine {
-        let sampled = forms
-            .iter()
-            .enumerate()
-            .filter(|(_, form)| form.bytes.len() >= windows::SURE)
-            .map(|(i, form)| (form_id(i), form.bytes.as_slice(), form.fragments));
-        let windows = WindowSet::new(sampled);
-        // The rest are few and short (a password of under 19 bytes and its
-        // encodings). A DFA: it is walked over every byte shipped; past
-        // MAX_DFA_BYTES the contiguous NFA keeps the memory flat.
-        // Forms are distinct (derive_forms dedups them).
-        let patterns: Vec<&[u8]> = forms
-            .iter()
-            .filter(|f| f.bytes.len() < windows::SURE)
-            .map(|f| f.bytes.as_slice())
-            .collect();
+    pub(super) fn build(forms: Forms) -> Engine {
+        // Forms of SURE bytes or more are sampled; the rest are few and
+        // short (a password of under 19 bytes and its encodings), matched
+        // whole, in each case and alphabet their encoding allows.
+        let mut patterns: Vec<Vec<u8>> = Vec::new();
+        let mut bytes = Vec::new();
+        let mut windows_at_stride_1 = 0;
+        let mut longest_form = 0;
+        for id in 0..forms.len() {
+            let form = forms.get(id);
+            longest_form = longest_form.max(form.len);
+            if form.len >= windows::SURE {
+                windows_at_stride_1 += indexed(&form, &mut bytes, windows::STEP, 1, |_, _| {});
+                continue;
+            }
+            form.write(0, form.len, &mut bytes);
+            match form.encoding {
+                Encoding::Hex => patterns.push(bytes.to_ascii_uppercase()),
+                Encoding::Url => patterns.push(url_lower(&bytes)),
+                Encoding::Base64(_) => {
+                    if let Some(url_safe) = form.encoding.variant(&bytes) {
+                        patterns.push(url_safe);
+                    }
+                }
+                _ => {}
+            }
+            patterns.push(bytes.clone());
+        }
+        patterns.sort_unstable();
+        patterns.dedup();
+        let (step, stride) = windows::layout(windows_at_stride_1);
+        // Counted first, so that the entries are allocated once: a vector
+        // grown by doubling would hold up to twice as much at its peak.
+        let mut count = 0;
+        for id in 0..forms.len() {
+            let form = forms.get(id);
+            if form.len >= windows::SURE {
+                count += indexed(&form, &mut bytes, step, stride, |_, _| {});
+            }
+        }
+        let mut windows = WindowSet::with_capacity(count, step, stride);
+        for id in 0..forms.len() {
+            let form = forms.get(id);
+            if form.len >= windows::SURE {
+                let start = forms.start(id);
+                indexed(&form, &mut bytes, step, stride, |key, at| {
+                    windows.insert(key, start + u32::try_from(at).expect("forms under 4 GiB"));
+                });
+            }
+        }
+        windows.finish(|at, out| continuation(&forms, at, out));
+        // A DFA: it is walked over every byte shipped; past MAX_DFA_BYTES
+        // the contiguous NFA keeps the memory flat.
         let short = (!patterns.is_empty()).then(|| {
             let build = |kind| {
                 AhoCorasick::builder()
@@ -70,7 +109,6 @@ impl Engine {
                     build(AhoCorasickKind::ContiguousNFA).expect("patterns are short")
                 })
         });
-        let longest_form = forms.iter().map(|f| f.bytes.len()).max().unwrap_or(0);
         Engine {
             windows,
             short,
@@ -78,10 +116,42 @@ impl Engine {
             longest_form,
         }
     }
+
+    /// Bytes held by the finders and the forms.
+    pub(super) fn memory_usage(&self) -> usize {
+        self.windows.memory_usage()
+            + self.short.as_ref().map_or(0, AhoCorasick::memory_usage)
+            + self.forms.memory_usage()
+    }
 }
 
-fn form_id(index: usize) -> u32 {
-    u32::try_from(index).expect("fewer than 4G forms")
+/// Calls `add(key, offset)` for each window of `form` the set keeps at this
+/// layout, and for the other alphabet's window where the encoding has one;
+/// returns how many.
+fn indexed(
+    form: &FormRef<'_>,
+    bytes: &mut Vec<u8>,
+    step: usize,
+    stride: usize,
+    mut add: impl FnMut(u64, usize),
+) -> usize {
+    let mut offsets = windows::offsets(form.len, form.fragments, step, stride).peekable();
+    // A form matched whole needs its last windows only (a large pull
+    // secret's encodings are megabytes).
+    let first = offsets.peek().copied().unwrap_or(0);
+    let from = if form.fragments { 0 } else { first };
+    form.write(from, form.len, bytes);
+    let mut count = 0;
+    for at in offsets {
+        let window = &bytes[at - from..at - from + WINDOW];
+        add(windows::fold(window), at);
+        count += 1;
+        if let Some(other) = form.encoding.variant(window) {
+            add(windows::fold(&other), at);
+            count += 1;
+        }
+    }
+    count
 }
 
 /// The sampled windows of the forms in `buf`, extended to the longest run
@@ -90,30 +160,136 @@ fn form_id(index: usize) -> u32 {
 pub(super) fn literal_forms(engine: &Engine, buf: &[u8], found: &mut Vec<Span>) {
     // Runs already extended, as (form, where the form would start, end of
     // the run): every later sample inside one gives the same run again.
-    let mut recent: [(u32, usize, usize); 8] = [(u32::MAX, 0, 0); 8];
+    let mut recent: [(usize, usize, usize); 8] = [(usize::MAX, 0, 0); 8];
     let mut next_slot = 0;
-    engine.windows.for_each_hit(buf, |hit| {
-        let origin = hit.pos.wrapping_sub(hit.at);
-        let seen = recent.iter().any(|&(form, at, end)| {
-            form == hit.form && at == origin && hit.pos + windows::WINDOW <= end
-        });
-        if seen {
-            return;
-        }
-        let form = &engine.forms[hit.form as usize];
-        let run = extend(buf, hit.pos, &form.bytes, hit.at);
-        recent[next_slot] = (hit.form, origin, run.end);
-        next_slot = (next_slot + 1) % recent.len();
-        let len = run.form_end - run.form_start;
-        let whole = len == form.bytes.len();
-        if whole || (form.fragments && len >= MIN_FRAGMENT) {
-            let span = Span::new(run.start, run.end);
-            if form.fragments {
-                wrapped_pieces(buf, &span, &form.bytes, run.form_start, run.form_end, found);
+    // The form last written out, for the hits that follow in it.
+    let mut written: (usize, Vec<u8>) = (usize::MAX, Vec::new());
+    let mut window = Vec::new();
+    let order = |at: u32, rest: &[u8]| {
+        let mut form = Vec::with_capacity(windows::CONTINUATION);
+        continuation(&engine.forms, at, &mut form);
+        let content = rest
+            .iter()
+            .take(windows::CONTINUATION)
+            .map(|&b| canonical(b));
+        form.iter().copied().cmp(content)
+    };
+    engine.windows.for_each_candidate(
+        buf,
+        |pos, at| {
+            let (id, at) = engine.forms.locate(at);
+            let origin = pos.wrapping_sub(at);
+            let seen = recent
+                .iter()
+                .any(|&(form, start, end)| form == id && start == origin && pos + WINDOW <= end);
+            if seen {
+                return;
             }
-            found.push(span);
+            let form = engine.forms.get(id);
+            let content = &buf[pos..pos + WINDOW];
+            // The set compares windows case-folded: check the bytes.
+            form.write(at, at + WINDOW, &mut window);
+            if !same(form.encoding, &window, content) {
+                return;
+            }
+            if !form.fragments {
+                // Matched whole only: the form from where it would start.
+                if pos >= at && whole_at(&form, &buf[origin..]) {
+                    recent[next_slot] = (id, origin, origin + form.len);
+                    next_slot = (next_slot + 1) % recent.len();
+                    found.push(Span::new(origin, origin + form.len));
+                }
+                return;
+            }
+            if written.0 != id {
+                form.write(0, form.len, &mut written.1);
+                written.0 = id;
+            }
+            let bytes = written.1.as_slice();
+            let run = extend(buf, pos, bytes, at, form.encoding);
+            recent[next_slot] = (id, origin, run.end);
+            next_slot = (next_slot + 1) % recent.len();
+            let len = run.form_end - run.form_start;
+            if len == form.len || len >= MIN_FRAGMENT {
+                let span = Span::new(run.start, run.end);
+                wrapped_pieces(
+                    buf,
+                    &span,
+                    bytes,
+                    form.encoding,
+                    run.form_start,
+                    run.form_end,
+                    found,
+                );
+                found.push(span);
+            }
+        },
+        order,
+    );
+}
+
+/// What follows the window at `at` of the concatenation in its form, up to
+/// [`windows::CONTINUATION`] bytes, [`canonical`].
+fn continuation(forms: &Forms, at: u32, out: &mut Vec<u8>) {
+    let (id, offset) = forms.locate(at);
+    let form = forms.get(id);
+    form.write(
+        offset + WINDOW,
+        offset + WINDOW + windows::CONTINUATION,
+        out,
+    );
+    for b in out.iter_mut() {
+        *b = canonical(*b);
+    }
+}
+
+/// A byte as the forms' encodings compare it, near enough to order them:
+/// one case, one base64 alphabet.
+fn canonical(b: u8) -> u8 {
+    match b {
+        b'-' => b'+',
+        b'_' => b'/',
+        b => b.to_ascii_lowercase(),
+    }
+}
+
+/// A URL-encoded form with its escapes' hex in lower case.
+fn url_lower(form: &[u8]) -> Vec<u8> {
+    let mut out = form.to_vec();
+    for i in 0..out.len() {
+        if out[i] == b'%' {
+            for b in out.iter_mut().skip(i + 1).take(2) {
+                *b = b.to_ascii_lowercase();
+            }
+        }
+    }
+    out
+}
+
+fn same(encoding: Encoding, form: &[u8], content: &[u8]) -> bool {
+    form.len() == content.len() && form.iter().zip(content).all(|(&f, &c)| encoding.same(f, c))
+}
+
+/// Whether `buf` starts with the whole form, written out a piece at a time
+/// (a large pull secret's forms are megabytes; most hits differ early).
+fn whole_at(form: &FormRef<'_>, buf: &[u8]) -> bool {
+    if buf.len() < form.len {
+        return false;
+    }
+    let mut at = 0;
+    form.stream(0, |piece| {
+        let piece = &piece[..piece.len().min(form.len - at)];
+        if !same(form.encoding, piece, &buf[at..at + piece.len()]) {
+            return ControlFlow::Break(());
+        }
+        at += piece.len();
+        if at == form.len {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
         }
     });
+    at == form.len
 }
 
 /// A run of a form in the content: `start..end` of the buffer equals
@@ -127,24 +303,24 @@ struct Run {
 
 /// The longest run of `form` through `buf[pos..pos + WINDOW]`, which equals
 /// `form[at..at + WINDOW]`.
-fn extend(buf: &[u8], pos: usize, form: &[u8], at: usize) -> Run {
-    let end = pos + windows::WINDOW;
+fn extend(buf: &[u8], pos: usize, form: &[u8], at: usize, encoding: Encoding) -> Run {
+    let end = pos + WINDOW;
     let before = buf[..pos]
         .iter()
         .rev()
         .zip(form[..at].iter().rev())
-        .take_while(|(a, b)| a == b)
+        .take_while(|(&c, &f)| encoding.same(f, c))
         .count();
     let after = buf[end..]
         .iter()
-        .zip(&form[at + windows::WINDOW..])
-        .take_while(|(a, b)| a == b)
+        .zip(&form[at + WINDOW..])
+        .take_while(|(&c, &f)| encoding.same(f, c))
         .count();
     Run {
         start: pos - before,
         end: end + after,
         form_start: at - before,
-        form_end: at + windows::WINDOW + after,
+        form_end: at + WINDOW + after,
     }
 }
 
@@ -154,6 +330,7 @@ fn wrapped_pieces(
     buf: &[u8],
     span: &Span,
     form: &[u8],
+    encoding: Encoding,
     form_start: usize,
     form_end: usize,
     out: &mut Vec<Span>,
@@ -167,7 +344,7 @@ fn wrapped_pieces(
         let len = buf[next..]
             .iter()
             .zip(&form[form_at..])
-            .take_while(|(a, b)| a == b)
+            .take_while(|(&c, &f)| encoding.same(f, c))
             .count();
         if len < MIN_WRAPPED_PIECE && form_at + len < form.len() || len == 0 {
             break;
@@ -186,7 +363,7 @@ fn wrapped_pieces(
             .iter()
             .rev()
             .zip(form[..form_at].iter().rev())
-            .take_while(|(a, b)| a == b)
+            .take_while(|(&c, &f)| encoding.same(f, c))
             .count();
         if len < MIN_WRAPPED_PIECE && len < form_at || len == 0 {
             break;
@@ -234,7 +411,10 @@ fn before_line_break(buf: &[u8], at: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use crate::redact::testing::{assert_no_run, b64, chunked, distinct_secret, redact, TOKEN};
+    use crate::redact::testing::{
+        assert_no_run, b64, chunked, distinct_secret, engine_bytes, go_bytes, hex, many_auths,
+        redact, TOKEN,
+    };
     use crate::redact::windows;
     use crate::redact::{Redactor, MIN_FRAGMENT};
 
@@ -336,6 +516,45 @@ mod tests {
             let (out, n) = chunked(&r, text.as_bytes(), size);
             assert_eq!(out, whole, "chunk size {size}");
             assert_eq!(n, count);
+        }
+    }
+
+    #[test]
+    fn a_pull_secret_of_many_auths_costs_little_per_auth_and_drops_none() {
+        // Issue 25: ~25 KB of finders per auth (~40 KB of peak memory),
+        // 6,000 auths ~250 MiB.
+        const AUTHS: usize = 6000;
+        let (pull, auths) = many_auths(AUTHS);
+        let mut secrets: Vec<&str> = auths.iter().map(|(a, _)| a.as_str()).collect();
+        secrets.push(&pull);
+        let r = Redactor::new(secrets);
+        let per_auth = engine_bytes(&r) / AUTHS;
+        assert!(
+            per_auth < 1536,
+            "{per_auth} bytes per auth: {}",
+            r.describe()
+        );
+        for i in [0, 1, AUTHS / 2, AUTHS - 2, AUTHS - 1] {
+            let (auth, password) = &auths[i];
+            let pair = format!("mirror+robot{i:05}:{password}");
+            for needle in [
+                auth.clone(),
+                password.clone(),
+                pair,
+                hex(auth.as_bytes(), false),
+                hex(password.as_bytes(), true),
+                go_bytes(password.as_bytes()),
+                auth[5..30].to_owned(),
+            ] {
+                let text = format!("registry {i} [{needle}] ok\n");
+                let (out, n) = chunked(&r, text.as_bytes(), 64);
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    format!("registry {i} [[REDACTED]] ok\n"),
+                    "{needle}"
+                );
+                assert_eq!(n, 1);
+            }
         }
     }
 

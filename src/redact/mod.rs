@@ -5,25 +5,30 @@
 //! Two kinds of secret are replaced by [`MARKER`]:
 //! - the agent's own (the token and pull secret it was handed), in every
 //!   form it can take on a host: literal, JSON-escaped (once and twice),
-//!   URL-encoded, base64 at each of the three byte alignments (standard and
-//!   URL-safe alphabets), base64-decoded (`user:password` and the password
-//!   alone), a re-serialized pull secret, and any fragment of at least
+//!   URL-encoded, hex (either case), Go's `%v` of its bytes, base64 at each
+//!   of the three byte alignments (standard and URL-safe alphabets),
+//!   base64-decoded (`user:password` and the password alone), a
+//!   re-serialized pull secret, and any fragment of at least
 //!   [`MIN_FRAGMENT`] bytes of those forms (a token cut short, or split by a
 //!   line wrap: the piece on the other side of the wrap goes too);
-//! - the host's, recognised by shape: values of secret keys (`psk=`,
-//!   `password: …`, `"passwordHash":"…"`, `aws_secret_access_key = …`,
-//!   `client-key-data: …`, `--password PW`…), whole `"auths":{…}` objects,
-//!   credentials in URLs (`http://user:pass@proxy`), `Authorization:` header
-//!   values, bearer tokens, `-p PW` in command lines and PEM private key
-//!   blocks (their body, across lines).
+//! - the host's, recognised by shape: values of secret keys in any case
+//!   style (`psk=`, `password: …`, `"passwordHash":"…"`, `clientSecret: …`,
+//!   `aws_secret_access_key = …`, `client-key-data: …`, `--password PW`,
+//!   `<password>…</password>`…), whole `"auths":{…}` objects, credentials
+//!   in URLs (`http://user:p@ss@proxy`), `Authorization:`, `X-Api-Key:` and
+//!   cookie header values, bearer tokens, `-p PW` in command lines (`-P PW`
+//!   in `ipmitool`'s) and PEM private key blocks (their body, across lines).
 //!
 //! Three finders point at where to look closer, so that a line with no
 //! secret costs two cheap passes: one vectorised search finds the words
 //! secret keys are made of and the anchors of the shapes (`anchors.rs`); the
 //! literal forms are found by sampling a window every few bytes against a set
-//! of their windows (`windows.rs`), each hit extended against its form; forms
-//! too short to be sure of by sampling (a short password) are matched whole
-//! by an Aho-Corasick automaton, built only when there are any.
+//! of their windows (`windows.rs`), each hit checked and extended against its
+//! form; forms too short to be sure of by sampling (a short password) are
+//! matched whole by an Aho-Corasick automaton, built only when there are any.
+//! Forms are never stored, only their sources and encodings (a pull secret
+//! of thousands of auths has tens of thousands of forms): ~1.2 KB per auth
+//! in all (docs/security.md, "Memory").
 //!
 //! Content is bytes (journals are not always UTF-8) and arrives in chunks of
 //! any size: [`StreamRedactor`] works line by line, holding back an incomplete
@@ -32,7 +37,7 @@
 //! A line too long to hold is cut with a margin larger than any literal
 //! secret; a secret value that runs past the cut is replaced up to the end of
 //! its line. Every replacement is counted; the values themselves are never
-//! kept anywhere but in the automaton.
+//! kept anywhere but in the finders.
 //!
 //! What is redacted, from where, and what is not promised: docs/security.md.
 //!
@@ -49,7 +54,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use memchr::memrchr;
 
 use anchors::Anchors;
-use forms::derive_forms;
+use forms::{derive_forms, Forms};
 use literals::Engine;
 
 pub use keys::Mode;
@@ -80,7 +85,9 @@ impl Default for Redactor {
     fn default() -> Self {
         static SHAPES_ONLY: OnceLock<Arc<Engine>> = OnceLock::new();
         Self {
-            engine: Arc::clone(SHAPES_ONLY.get_or_init(|| Arc::new(Engine::build(Vec::new())))),
+            engine: Arc::clone(
+                SHAPES_ONLY.get_or_init(|| Arc::new(Engine::build(Forms::default()))),
+            ),
         }
     }
 }
@@ -119,10 +126,14 @@ impl Redactor {
             },
         );
         format!(
-            "{} forms: {} windows sampled ({} KiB), short forms {short}; anchors by {}",
+            "{} forms: {} windows sampled every {} bytes, kept every {} ({} KiB), short forms \
+             {short}; {} KiB in all; anchors by {}",
             engine.forms.len(),
             engine.windows.len(),
+            engine.windows.step(),
+            engine.windows.stride(),
             engine.windows.memory_usage() / 1024,
+            engine.memory_usage() / 1024,
             Anchors::get().describe(),
         )
     }

@@ -9,7 +9,9 @@ use memchr::memchr;
 use super::anchors::{Anchor, Anchors};
 use super::keys::{key_value, value_span, word_len, End, Mode};
 use super::literals::{literal_forms, Engine};
-use super::shapes::{bearer_token, pem_block, pem_end, short_password_flag, url_credentials};
+use super::shapes::{
+    bearer_token, ipmitool_password, pem_block, pem_end, short_password_flag, url_credentials,
+};
 use super::span::Span;
 
 /// What one line leaves for the next.
@@ -77,6 +79,7 @@ pub(super) fn scan(
             }
             Anchor::PemBegin => {}
             Anchor::ShortPasswordFlag => short_password_flag(buf, start, open_end, &mut found),
+            Anchor::Ipmitool => ipmitool_password(buf, start, open_end, &mut found),
         }
     }
     if let Some(automaton) = &engine.short {

@@ -1,7 +1,8 @@
 //! Secrets recognised by their shape where no secret key names them:
 //! credentials in URLs (`http://user:pass@proxy`), bearer tokens, `-p PW`
-//! on a command line, and PEM private key blocks (their body, across
-//! lines). Each finder starts at an anchor found by [`super::anchors`].
+//! on a command line, `ipmitool … -P PW`, and PEM private key blocks (their
+//! body, across lines). Each finder starts at an anchor found by
+//! [`super::anchors`].
 
 use memchr::memmem;
 
@@ -14,42 +15,48 @@ use super::span::{line_end, Span, MARKER};
 const MIN_BEARER_WORD: usize = 16;
 
 /// `scheme://user:password@host` at `at` (the `://`): the password (or a
-/// lone token used as user name) is replaced, the user name kept.
+/// lone token used as user name) is replaced, the user name kept. The user
+/// information ends at the last `@` of the authority, as curl and the
+/// proxies read it: a password may hold an `@` (`p@ss`).
 pub(super) fn url_credentials(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
     let start = at + 3;
     let mut i = start;
     let mut colon = None;
+    let mut last_at = None;
     while i < buf.len() {
         let b = buf[i];
-        if b == b'@' {
-            break;
-        }
         if b.is_ascii_whitespace()
             || matches!(b, b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>' | b'\\')
         {
-            return;
+            break;
         }
-        if b == b':' && colon.is_none() {
+        if b == b'@' {
+            last_at = Some(i);
+        } else if b == b':' && colon.is_none() {
             colon = Some(i);
         }
         i += 1;
     }
-    if i >= buf.len() {
-        if open_end {
-            out.push(Span {
-                open: true,
-                ..Span::new(start, buf.len())
-            });
-        }
+    // The user's colon, not the port's.
+    let colon = colon.filter(|&c| last_at.is_some_and(|a| c < a));
+    if i >= buf.len() && open_end {
+        // The authority may go on past the buffer, and another `@` with it.
+        out.push(Span {
+            open: true,
+            ..Span::new(colon.map_or(start, |c| c + 1), buf.len())
+        });
         return;
     }
+    let Some(end) = last_at else {
+        return;
+    };
     // A bare user name (`git@`) is no secret; a long one is a token.
-    if colon.is_none() && i - start < MIN_SECRET_LEN {
+    if colon.is_none() && end - start < MIN_SECRET_LEN {
         return;
     }
     let secret_start = colon.map_or(start, |c| c + 1);
-    if i > secret_start && &buf[secret_start..i] != MARKER {
-        out.push(Span::new(secret_start, i));
+    if end > secret_start && &buf[secret_start..end] != MARKER {
+        out.push(Span::new(secret_start, end));
     }
 }
 
@@ -139,6 +146,32 @@ pub(super) fn short_password_flag(buf: &[u8], at: usize, open_end: bool, out: &m
     }
 }
 
+/// `-P PW` (or `-PPW`) on an `ipmitool` command line whose name starts at
+/// `at`: its BMC password. Elsewhere `-P` is a port, a Perl regex, a flag.
+pub(super) fn ipmitool_password(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
+    let eol = line_end(buf, at);
+    let line = &buf[..eol];
+    let mut from = at + b"ipmitool".len();
+    while let Some(i) = memmem::find(&line[from..], b"-P") {
+        let flag = from + i;
+        from = flag + 2;
+        if !matches!(line[flag - 1], b' ' | b'\t' | b'"' | b'\'') {
+            continue;
+        }
+        let mut v = flag + 2;
+        while v < eol && line[v] == b' ' {
+            v += 1;
+        }
+        if v >= eol || (v == flag + 2 && line[v].is_ascii_whitespace()) || line[v] == b'-' {
+            continue;
+        }
+        if let Some(span) = value_span(buf, v, End::Word, open_end) {
+            from = span.end.max(from);
+            out.push(span);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::redact::testing::{chunked, redact};
@@ -209,6 +242,51 @@ mod tests {
         );
         assert!(out.contains("\"auth\": \"[REDACTED]\",\n"), "{out}");
         assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn ipmitool_passwords_and_url_passwords_holding_an_at() {
+        let r = Redactor::default();
+        let cases = [
+            (
+                "+ ipmitool -I lanplus -H 10.0.0.5 -U admin -P s3cr3tPW chassis power status",
+                "+ ipmitool -I lanplus -H 10.0.0.5 -U admin -P [REDACTED] chassis power status",
+            ),
+            (
+                "ipmitool -H bmc -U root -P 'two words' power on",
+                "ipmitool -H bmc -U root -P '[REDACTED]' power on",
+            ),
+            (
+                "/usr/bin/ipmitool -H bmc -Ps3cr3tPW sel list",
+                "/usr/bin/ipmitool -H bmc -P[REDACTED] sel list",
+            ),
+            // The user information ends at the last `@` before the host.
+            (
+                "proxy: http://user:p@ss@proxy.example.com:3128/ ok",
+                "proxy: http://user:[REDACTED]@proxy.example.com:3128/ ok",
+            ),
+            (
+                "HTTPS_PROXY=https://u:a@b@c@proxy:3128 next",
+                "HTTPS_PROXY=https://u:[REDACTED]@proxy:3128 next",
+            ),
+            (
+                "see http://quay.io/repo@sha256:0123 and http://x/?m=a@b",
+                "see http://quay.io/repo@sha256:0123 and http://x/?m=a@b",
+            ),
+        ];
+        for (input, want) in cases {
+            let (out, _) = redact(&r, input);
+            assert_eq!(out, want, "input {input}");
+        }
+        // `-P` of other tools is no password: a Perl regex, a port, a flag.
+        for text in [
+            "grep -P 'x\\d+' /var/log/messages",
+            "scp -P 2222 a host:",
+            "cp -P src dst",
+            "ipmitool -I lanplus -H bmc -U root -E power status",
+        ] {
+            assert_eq!(redact(&r, text), (text.to_owned(), 0), "{text}");
+        }
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub struct StreamRedactor {
     /// Dropping bytes up to the next newline: the rest of a line whose secret
     /// ran past a cut, or the partial first line after a seek.
     swallowing: bool,
+    /// For the partial first line: bytes still to drop before giving up on
+    /// its end (`None`: to the newline, however far).
+    swallow_left: Option<usize>,
     /// Bytes at the start of `pending` already emitted: the last line, kept
     /// as context (the start of a secret wrapped onto the next line).
     behind: usize,
@@ -48,6 +51,7 @@ impl StreamRedactor {
             mode,
             pending: Vec::new(),
             swallowing: false,
+            swallow_left: None,
             behind: 0,
             state: LineState::default(),
             count: 0,
@@ -58,9 +62,12 @@ impl StreamRedactor {
 
     /// The content starts somewhere inside a line (after a seek): that
     /// partial line may hold the end of a secret whose key was cut off, so
-    /// it is dropped.
+    /// it is dropped, up to its end or [`MAX_LINE`] bytes of it. A line
+    /// longer than that (a one-line JSON file) resumes there: no secret
+    /// value runs that long, and the whole file would be dropped otherwise.
     pub fn start_mid_line(&mut self) {
         self.swallowing = true;
+        self.swallow_left = Some(MAX_LINE);
     }
 
     /// Secrets replaced so far.
@@ -84,12 +91,23 @@ impl StreamRedactor {
         loop {
             let rest = &self.pending[offset..];
             if self.swallowing {
-                if let Some(nl) = memchr(b'\n', rest) {
-                    offset += nl;
-                    self.swallowing = false;
-                } else {
-                    offset = self.pending.len();
-                    break;
+                let nl = memchr(b'\n', rest);
+                match (nl, self.swallow_left) {
+                    (Some(nl), left) if left.is_none_or(|left| nl <= left) => {
+                        offset += nl;
+                        self.swallowing = false;
+                        self.swallow_left = None;
+                    }
+                    (_, Some(left)) if rest.len() > left => {
+                        offset += left;
+                        self.swallowing = false;
+                        self.swallow_left = None;
+                    }
+                    (_, left) => {
+                        self.swallow_left = left.map(|left| left - rest.len());
+                        offset = self.pending.len();
+                        break;
+                    }
                 }
                 continue;
             }
@@ -200,6 +218,7 @@ impl StreamRedactor {
                 let before = &self.spans[..=i];
                 self.count += emit_with_spans(&buf[..span.end], before, sink);
                 self.swallowing = true;
+                self.swallow_left = None;
                 self.state = state;
                 return offset + buf.len();
             }
@@ -305,5 +324,27 @@ mod tests {
         });
         s.finish(&mut |b| out.extend_from_slice(b));
         assert_eq!(out, b"\nnext\n");
+    }
+
+    #[test]
+    fn start_mid_line_gives_up_on_a_partial_line_longer_than_a_line() {
+        // A tail read of a one-line file: the first MAX_LINE bytes go, the
+        // rest is kept (and redacted) rather than the whole file dropped.
+        let r = Redactor::default();
+        let mut line = vec![b'x'; MAX_LINE + 1000];
+        line.extend_from_slice(b" password=hunter2 y\nnext\n");
+        for chunk in [7, 4096, 65536, line.len()] {
+            let mut out = Vec::new();
+            let mut s = r.stream(Mode::Text);
+            s.start_mid_line();
+            for piece in line.chunks(chunk) {
+                s.push(piece, &mut |b| out.extend_from_slice(b));
+            }
+            let n = s.finish(&mut |b| out.extend_from_slice(b));
+            let mut want = vec![b'x'; 1000];
+            want.extend_from_slice(b" password=[REDACTED] y\nnext\n");
+            assert_eq!(out, want, "chunks of {chunk}");
+            assert_eq!(n, 1);
+        }
     }
 }

@@ -62,3 +62,48 @@ pub(super) fn distinct_secret(len: usize, seed: u64) -> String {
         })
         .collect()
 }
+
+/// Hex of `data`, as Go's `%x` / `%X` print it.
+pub(super) fn hex(data: &[u8], upper: bool) -> String {
+    data.iter()
+        .map(|b| {
+            if upper {
+                format!("{b:02X}")
+            } else {
+                format!("{b:02x}")
+            }
+        })
+        .collect()
+}
+
+/// Go's `%v` of a byte slice, without its brackets: `104 117 110`.
+pub(super) fn go_bytes(data: &[u8]) -> String {
+    data.iter().map(u8::to_string).collect::<Vec<_>>().join(" ")
+}
+
+/// A pull secret of `n` registries, each auth base64 of a robot and a
+/// 32-character password of its own; and each auth's `(auth, password)`.
+pub(super) fn many_auths(n: usize) -> (String, Vec<(String, String)>) {
+    let auths: Vec<(String, String)> = (0..n)
+        .map(|i| {
+            let password = distinct_secret(32, 1000 + i as u64);
+            (
+                b64(format!("mirror+robot{i:05}:{password}").as_bytes()),
+                password,
+            )
+        })
+        .collect();
+    let entries: Vec<String> = auths
+        .iter()
+        .enumerate()
+        .map(|(i, (auth, _))| {
+            format!(r#""mirror-{i:05}.registry.example.com:5000":{{"auth":"{auth}","email":"ops@example.com"}}"#)
+        })
+        .collect();
+    (format!(r#"{{"auths":{{{}}}}}"#, entries.join(",")), auths)
+}
+
+/// Bytes the redactor's literal finders hold for their forms.
+pub(super) fn engine_bytes(r: &Redactor) -> usize {
+    r.engine.memory_usage()
+}

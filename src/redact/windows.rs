@@ -1,120 +1,318 @@
 //! Finding the literal forms of the agent's own secrets by sampling: at
-//! every [`STEP`]th byte of the content the [`WINDOW`] bytes there are looked
-//! up in a set of every window of every form (at every offset), and a hit is
-//! extended against its form by the caller. Any run of `WINDOW + STEP - 1`
-//! bytes of a form holds a sampled window whole, so every fragment that long
-//! is found, at the cost of two multiplies and two bit tests (a Bloom filter)
-//! per `STEP` bytes of content, with memory linear in the forms (an
-//! automaton of the same windows walks every byte, and past a few thousand
-//! windows its DFA no longer fits the memory budget).
+//! every `step`th byte of the content the [`WINDOW`] bytes there are looked
+//! up in a set of windows of every form, and a hit is checked and extended
+//! against its form by the caller. The set holds each form's windows at
+//! every `stride`th offset; `step` and `stride` are coprime with
+//! `step * stride <= STEP`, so a run of `WINDOW + STEP - 1` bytes of a form
+//! holds, at some sampled position, a window of the set whole (the Chinese
+//! remainder theorem picks it), and every fragment that long is found.
+//! Usually the stride is 1 and a sample is taken every 12 bytes, at the
+//! cost of two multiplies and two bit tests (a Bloom filter) per sample.
+//! Past a few hundred thousand windows (a pull secret of hundreds of
+//! auths) the stride grows and the step shrinks: memory stays ~8 bytes
+//! per window kept, and the cost moves to the sampling.
+//!
+//! Windows are compared case-folded (`fold`), so one window stands for hex
+//! in either case; the caller checks the exact bytes.
 
 /// Bytes compared at each sample (one `u64`).
 pub(super) const WINDOW: usize = 8;
-/// Distance between samples.
+/// Largest distance between samples (at stride 1).
 pub(super) const STEP: usize = 12;
 /// Shortest run of a form that sampling is sure to find.
 pub(super) const SURE: usize = WINDOW + STEP - 1;
 
-/// Multiplicative hashing: the top bits of each product index the filter.
-const MULTIPLIERS: [u64; 2] = [0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F];
-/// Filter bits per distinct window: with two hashes, about 1 sample of
-/// ordinary text in 250 passes the filter to a binary search.
-const BITS_PER_WINDOW: usize = 32;
-/// Filter size bounds: a few cache lines, and 2 MiB.
-const MIN_BITS: usize = 1 << 12;
-const MAX_BITS: usize = 1 << 24;
+/// `(step, stride)` pairs, densest index first: coprime, `step * stride`
+/// at most [`STEP`].
+const LAYOUTS: [(usize, usize); 4] = [(STEP, 1), (4, 3), (2, 5), (1, 12)];
+const _: () = {
+    let mut i = 0;
+    while i < LAYOUTS.len() {
+        assert!(LAYOUTS[i].0 * LAYOUTS[i].1 <= STEP);
+        i += 1;
+    }
+};
+/// Windows kept before a sparser layout is chosen: 4 MiB of entries.
+const MAX_DENSE_ENTRIES: usize = 512 * 1024;
 
-#[derive(Debug, Default)]
+/// Multiplicative hashing: the top bits of each product index the filter;
+/// the third gives an entry's fingerprint.
+const MULTIPLIERS: [u64; 3] = [
+    0x9E37_79B9_7F4A_7C15,
+    0xC2B2_AE3D_27D4_EB4F,
+    0x1656_67B1_9E37_79F9,
+];
+/// Filter bits per window: with two hashes, about 1 sample of ordinary
+/// text in 250 passes the filter to a lookup.
+const BITS_PER_WINDOW: usize = 32;
+/// Filter size bounds: a few cache lines, and 1 MiB (past 260,000 windows
+/// more samples pass, ~1 % at 450,000: each costs a directory lookup).
+const MIN_BITS: usize = 1 << 12;
+const MAX_BITS: usize = 1 << 23;
+/// Entries per directory bucket, on average.
+const BUCKET: usize = 8;
+/// Most forms a sample's window is checked against one by one. A window
+/// more forms share is common to that many secrets (the base64 of one user
+/// name in each of its robots' auths): its forms are sorted by what follows
+/// the window in each, and a sample checks only the two whose continuation
+/// is nearest the content's (the one it continues, if any). Otherwise a
+/// sample there would extend a run in each of thousands of forms, and push
+/// as many spans. Above the few forms one secret shares a window between
+/// (literal, URL-encoded, JSON-escaped, `user:password` and the password).
+const MAX_SHARED: usize = 16;
+/// Bytes of a continuation compared.
+pub(super) const CONTINUATION: usize = 64;
+
+#[derive(Debug)]
 pub(super) struct WindowSet {
     /// Two bits per window (a Bloom filter): almost every sample stops here.
     filter: Vec<u64>,
     /// Right shift of the product that leaves the filter's bit index.
     shift: u32,
-    /// Every window: (key, form, offset in the form), sorted by key.
-    entries: Vec<(u64, u32, u32)>,
+    /// While the set is built: each window's fingerprint (high half) and
+    /// its position in the concatenation of all forms (low half).
+    building: Vec<u64>,
+    /// Every window kept, sorted by fingerprint: the 8 bits of it after
+    /// its bucket's, and its position. 5 bytes a window, where the pairs
+    /// above take 8.
+    tags: Vec<u8>,
+    positions: Vec<u32>,
+    /// Where the windows whose fingerprint starts with each `dir_bits`
+    /// bits start (and, last, the end).
+    directory: Vec<u32>,
+    /// `start..end` of each window shared by more than [`MAX_SHARED`]
+    /// forms, sorted by continuation.
+    shared: Vec<(u32, u32)>,
+    dir_bits: u32,
+    step: usize,
+    stride: usize,
 }
 
-/// A sampled position whose window is `form[at..at + WINDOW]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Hit {
-    pub form: u32,
-    pub at: usize,
-    pub pos: usize,
+impl Default for WindowSet {
+    fn default() -> Self {
+        WindowSet {
+            filter: Vec::new(),
+            shift: 64,
+            building: Vec::new(),
+            tags: Vec::new(),
+            positions: Vec::new(),
+            directory: Vec::new(),
+            shared: Vec::new(),
+            dir_bits: 0,
+            step: LAYOUTS[0].0,
+            stride: LAYOUTS[0].1,
+        }
+    }
 }
 
-fn key(window: &[u8]) -> u64 {
-    u64::from_le_bytes(window.try_into().expect("WINDOW bytes"))
+/// The window at the start of `window`, case-folded: `A`..`Z` and their
+/// lower-case letters (and a few symbols) read the same. Hex is matched in
+/// either case; the rest is checked exactly after a hit.
+#[inline]
+pub(super) fn fold(window: &[u8]) -> u64 {
+    u64::from_le_bytes(window[..WINDOW].try_into().expect("WINDOW bytes")) | 0x2020_2020_2020_2020
+}
+
+/// `(step, stride)` for an index of `windows` windows at stride 1.
+pub(super) fn layout(windows: usize) -> (usize, usize) {
+    LAYOUTS
+        .iter()
+        .copied()
+        .find(|&(_, stride)| windows / stride <= MAX_DENSE_ENTRIES)
+        .unwrap_or(LAYOUTS[LAYOUTS.len() - 1])
+}
+
+/// The offsets of a form of `len` bytes whose windows are kept: every
+/// `stride`th when its fragments count, else its last `step` (one of them
+/// is sampled wherever the form starts; the last, as forms share their
+/// starts more than their ends: a registry user's `user:password` pairs).
+pub(super) fn offsets(
+    len: usize,
+    fragments: bool,
+    step: usize,
+    stride: usize,
+) -> impl Iterator<Item = usize> {
+    let windows = (len + 1).saturating_sub(WINDOW);
+    let (first, count, stride) = if fragments {
+        (0, windows.div_ceil(stride), stride)
+    } else {
+        (windows - windows.min(step), windows.min(step), 1)
+    };
+    (0..count).map(move |i| first + i * stride)
 }
 
 impl WindowSet {
-    /// The windows of `forms`: form id, bytes (at least [`SURE`] long) and
-    /// whether its fragments count. A form matched whole only needs its
-    /// first `STEP` windows: one of them is sampled wherever it starts.
-    pub(super) fn new<'a>(forms: impl IntoIterator<Item = (u32, &'a [u8], bool)>) -> WindowSet {
-        let mut entries = Vec::new();
-        for (form, bytes, fragments) in forms {
-            let offsets = if fragments { usize::MAX } else { STEP };
-            for (at, window) in bytes.windows(WINDOW).enumerate().take(offsets) {
-                entries.push((key(window), form, u32::try_from(at).expect("short forms")));
-            }
+    /// An empty set of `capacity` windows sampled every `step` bytes, their
+    /// forms indexed every `stride` bytes (see [`layout`]).
+    pub(super) fn with_capacity(capacity: usize, step: usize, stride: usize) -> WindowSet {
+        // A power of two (the filter is indexed by a shift); past 4 Mbit
+        // rounded down rather than up when that keeps 3/4 of the bits per
+        // window.
+        let mut bits = (capacity * BITS_PER_WINDOW).next_power_of_two();
+        if bits > 1 << 22 && bits / 2 >= capacity * BITS_PER_WINDOW * 3 / 4 {
+            bits /= 2;
         }
-        if entries.is_empty() {
-            return WindowSet::default();
-        }
-        entries.sort_unstable();
-        let distinct = 1 + entries.windows(2).filter(|w| w[0].0 != w[1].0).count();
-        let bits = (distinct * BITS_PER_WINDOW)
-            .next_power_of_two()
-            .clamp(MIN_BITS, MAX_BITS);
-        let mut filter = vec![0u64; bits / 64];
-        let shift = 64 - bits.trailing_zeros();
-        for &(k, ..) in &entries {
-            for multiplier in MULTIPLIERS {
-                let h = hash(k, multiplier, shift);
-                filter[h >> 6] |= 1 << (h & 63);
-            }
-        }
+        let bits = bits.clamp(MIN_BITS, MAX_BITS);
         WindowSet {
-            filter,
-            shift,
-            entries,
+            filter: vec![0u64; if capacity == 0 { 0 } else { bits / 64 }],
+            shift: 64 - bits.trailing_zeros(),
+            building: Vec::with_capacity(capacity),
+            tags: Vec::new(),
+            positions: Vec::new(),
+            directory: Vec::new(),
+            shared: Vec::new(),
+            dir_bits: 0,
+            step,
+            stride,
         }
+    }
+
+    /// Adds a window (its folded key) found at `at` of the concatenation.
+    pub(super) fn insert(&mut self, key: u64, at: u32) {
+        for multiplier in &MULTIPLIERS[..2] {
+            let h = hash(key, *multiplier, self.shift);
+            self.filter[h >> 6] |= 1 << (h & 63);
+        }
+        self.building
+            .push(u64::from(fingerprint(key)) << 32 | u64::from(at));
+    }
+
+    /// Sorts the windows, a window shared by more than [`MAX_SHARED`] forms
+    /// by what follows it in each (`continuation(at, out)` writes that of
+    /// the window at `at`, compared as [`WindowSet::for_each_candidate`]'s
+    /// `order` compares content), and indexes them by fingerprint.
+    pub(super) fn finish(&mut self, continuation: impl Fn(u32, &mut Vec<u8>)) {
+        let mut entries = std::mem::take(&mut self.building);
+        entries.sort_unstable();
+        let mut i = 0;
+        while i < entries.len() {
+            let fp = high(entries[i]);
+            let same = entries[i..].iter().take_while(|&&e| high(e) == fp).count();
+            if same > MAX_SHARED {
+                entries[i..i + same].sort_by_cached_key(|&e| {
+                    let mut bytes = Vec::with_capacity(CONTINUATION);
+                    continuation(low(e), &mut bytes);
+                    bytes
+                });
+                self.shared.push((
+                    u32::try_from(i).expect("fewer than 4G windows"),
+                    u32::try_from(i + same).expect("fewer than 4G windows"),
+                ));
+            }
+            i += same;
+        }
+        self.shared.shrink_to_fit();
+        let n = entries.len();
+        self.dir_bits = (n / BUCKET).max(1).ilog2().min(24);
+        let buckets = 1usize << self.dir_bits;
+        self.directory = Vec::with_capacity(buckets + 1);
+        let mut at = 0;
+        for bucket in 0..buckets {
+            while at < n && self.bucket_of(high(entries[at])) < bucket {
+                at += 1;
+            }
+            self.directory
+                .push(u32::try_from(at).expect("fewer than 4G windows"));
+        }
+        self.directory
+            .push(u32::try_from(n).expect("fewer than 4G windows"));
+        // Moved over from the end, the pairs shrunk as they go (in place:
+        // the allocator splits or remaps the block), so both never take
+        // their whole size at once.
+        self.tags = Vec::with_capacity(n);
+        self.positions = Vec::with_capacity(n);
+        while let Some(e) = entries.pop() {
+            self.tags.push(self.tag_of(high(e)));
+            self.positions.push(low(e));
+            if entries.len() % (64 * 1024) == 0 {
+                entries.shrink_to_fit();
+            }
+        }
+        self.tags.reverse();
+        self.positions.reverse();
+    }
+
+    /// The 8 bits of a fingerprint after its bucket's.
+    fn tag_of(&self, fingerprint: u32) -> u8 {
+        (fingerprint << self.dir_bits).to_be_bytes()[0]
+    }
+
+    fn bucket_of(&self, fingerprint: u32) -> usize {
+        usize::try_from(u64::from(fingerprint) >> (32 - self.dir_bits)).expect("24 bits")
     }
 
     pub(super) fn len(&self) -> usize {
-        self.entries.len()
+        self.positions.len()
+    }
+
+    pub(super) fn step(&self) -> usize {
+        self.step
+    }
+
+    pub(super) fn stride(&self) -> usize {
+        self.stride
     }
 
     pub(super) fn memory_usage(&self) -> usize {
-        self.filter.len() * 8 + self.entries.len() * std::mem::size_of::<(u64, u32, u32)>()
+        self.filter.capacity() * 8
+            + self.tags.capacity()
+            + self.positions.capacity() * 4
+            + self.directory.capacity() * 4
     }
 
-    /// Calls `found` with every sampled position of `buf` (`0, STEP,
-    /// 2 STEP…`) whose window is one of a form, once for each form and
-    /// offset it is found at.
-    pub(super) fn for_each_hit(&self, buf: &[u8], mut found: impl FnMut(Hit)) {
-        if self.entries.is_empty() {
+    /// Calls `found(pos, at)` for every sampled position `pos` of `buf`
+    /// (`0, step, 2 step…`) whose window, case-folded, may be the window
+    /// at `at` of the concatenation of all forms (the caller checks). Of a
+    /// window many forms share, only those two whose continuation `order`
+    /// (comparing the one at `at` with the content after the window) puts
+    /// around the content's.
+    pub(super) fn for_each_candidate(
+        &self,
+        buf: &[u8],
+        mut found: impl FnMut(usize, u32),
+        order: impl Fn(u32, &[u8]) -> std::cmp::Ordering,
+    ) {
+        if self.positions.is_empty() {
             return;
         }
         let mut pos = 0;
         while pos + WINDOW <= buf.len() {
-            let k = key(&buf[pos..pos + WINDOW]);
+            let k = fold(&buf[pos..]);
             if self.may_hold(k) {
-                let first = self.entries.partition_point(|e| e.0 < k);
-                for &(_, form, at) in self.entries[first..].iter().take_while(|e| e.0 == k) {
-                    found(Hit {
-                        form,
-                        at: at as usize,
-                        pos,
-                    });
+                let fp = fingerprint(k);
+                let bucket = self.bucket_of(fp);
+                let tag = self.tag_of(fp);
+                let mut i = self.directory[bucket] as usize;
+                let to = self.directory[bucket + 1] as usize;
+                while i < to {
+                    if self.tags[i] != tag {
+                        i += 1;
+                        continue;
+                    }
+                    let group = self
+                        .shared
+                        .binary_search_by_key(&i, |&(start, _)| start as usize);
+                    let Ok(group) = group else {
+                        found(pos, self.positions[i]);
+                        i += 1;
+                        continue;
+                    };
+                    let end = self.shared[group].1 as usize;
+                    let rest = &buf[pos + WINDOW..];
+                    let next = i + self.positions[i..end]
+                        .partition_point(|&at| order(at, rest) == std::cmp::Ordering::Less);
+                    for j in next.saturating_sub(1).max(i)..(next + 1).min(end) {
+                        found(pos, self.positions[j]);
+                    }
+                    i = end;
                 }
             }
-            pos += STEP;
+            pos += self.step;
         }
     }
 
     fn may_hold(&self, k: u64) -> bool {
-        MULTIPLIERS.iter().all(|&multiplier| {
+        MULTIPLIERS[..2].iter().all(|&multiplier| {
             let h = hash(k, multiplier, self.shift);
             self.filter[h >> 6] & (1 << (h & 63)) != 0
         })
@@ -125,77 +323,136 @@ fn hash(key: u64, multiplier: u64, shift: u32) -> usize {
     usize::try_from(key.wrapping_mul(multiplier) >> shift).expect("shift leaves at most 32 bits")
 }
 
+fn fingerprint(key: u64) -> u32 {
+    high(key.wrapping_mul(MULTIPLIERS[2]))
+}
+
+/// An entry's fingerprint.
+#[allow(clippy::cast_possible_truncation)] // the high half of a u64
+fn high(entry: u64) -> u32 {
+    (entry >> 32) as u32
+}
+
+/// An entry's position.
+#[allow(clippy::cast_possible_truncation)] // the low half, on purpose
+fn low(entry: u64) -> u32 {
+    entry as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn hits(set: &WindowSet, buf: &[u8]) -> Vec<Hit> {
+    /// A set of `forms` (bytes, fragments) at this layout; positions are
+    /// `1000 * form + offset`.
+    fn set_of(forms: &[(&[u8], bool)], step: usize, stride: usize) -> WindowSet {
+        let mut set = WindowSet::with_capacity(64, step, stride);
+        for (i, (bytes, fragments)) in forms.iter().enumerate() {
+            for at in offsets(bytes.len(), *fragments, step, stride) {
+                set.insert(fold(&bytes[at..]), u32::try_from(1000 * i + at).unwrap());
+            }
+        }
+        set.finish(|_, _| {});
+        set
+    }
+
+    /// Candidates whose window is the form's, as `(form, offset, pos)`.
+    fn hits(set: &WindowSet, forms: &[(&[u8], bool)], buf: &[u8]) -> Vec<(usize, usize, usize)> {
         let mut hits = Vec::new();
-        set.for_each_hit(buf, |hit| hits.push(hit));
+        set.for_each_candidate(
+            buf,
+            |pos, at| {
+                let (form, offset) = (at as usize / 1000, at as usize % 1000);
+                if forms[form].0[offset..offset + WINDOW] == buf[pos..pos + WINDOW] {
+                    hits.push((form, offset, pos));
+                }
+            },
+            |_, _| std::cmp::Ordering::Less,
+        );
         hits
     }
 
     #[test]
-    fn every_run_of_sure_bytes_holds_a_sampled_window() {
+    fn every_run_of_sure_bytes_holds_a_sampled_window_in_every_layout() {
         let form: Vec<u8> = (0..60u8).map(|i| b'A' + i % 26 + (i / 26) * 6).collect();
-        let set = WindowSet::new([(0, form.as_slice(), true)]);
-        assert_eq!(set.len(), form.len() - WINDOW + 1);
-        // A run of SURE bytes of the form at every offset modulo STEP, and
-        // of every part of the form.
-        for lead in 0..2 * STEP {
-            for from in 0..=form.len() - SURE {
-                let mut buf = vec![b'.'; lead];
-                buf.extend_from_slice(&form[from..from + SURE]);
-                buf.extend_from_slice(b"....");
-                let hits = hits(&set, &buf);
-                assert!(!hits.is_empty(), "lead {lead}, run from {from}");
-                for hit in hits {
-                    assert_eq!(hit.pos % STEP, 0);
-                    assert_eq!(
-                        &buf[hit.pos..hit.pos + WINDOW],
-                        &form[hit.at..hit.at + WINDOW]
+        let forms = [(form.as_slice(), true)];
+        for (step, stride) in LAYOUTS {
+            let set = set_of(&forms, step, stride);
+            assert_eq!(set.len(), (form.len() - WINDOW) / stride + 1);
+            // A run of SURE bytes of the form at every offset modulo STEP,
+            // and of every part of the form.
+            for lead in 0..2 * STEP {
+                for from in 0..=form.len() - SURE {
+                    let mut buf = vec![b'.'; lead];
+                    buf.extend_from_slice(&form[from..from + SURE]);
+                    buf.extend_from_slice(b"....");
+                    let hits = hits(&set, &forms, &buf);
+                    assert!(
+                        !hits.is_empty(),
+                        "step {step}, stride {stride}: lead {lead}, run from {from}"
                     );
+                    for (_, offset, pos) in hits {
+                        assert_eq!(pos % step, 0);
+                        assert_eq!(offset % stride, 0);
+                    }
                 }
             }
         }
     }
 
     #[test]
-    fn a_window_shared_by_forms_is_reported_for_each() {
+    fn a_window_shared_by_forms_is_reported_for_each_and_case_is_folded() {
         let a = b"0123456789abcdefghij".as_slice();
-        let b = b"xx0123456789abcdefgh".as_slice();
-        let set = WindowSet::new([(0, a, true), (1, b, true)]);
-        let found = hits(&set, b"0123456789");
-        assert_eq!(
-            found,
-            vec![
-                Hit {
-                    form: 0,
-                    at: 0,
-                    pos: 0
-                },
-                Hit {
-                    form: 1,
-                    at: 2,
-                    pos: 0
-                }
-            ]
-        );
-        assert_eq!(hits(&WindowSet::new([]), b"0123456789"), vec![]);
-        assert_eq!(hits(&set, b"short"), vec![]);
+        let b = b"xx0123456789ABCDEFGH".as_slice();
+        let forms = [(a, true), (b, true)];
+        let set = set_of(&forms, 12, 1);
+        let mut found = Vec::new();
+        let order = |_, _: &[u8]| std::cmp::Ordering::Less;
+        set.for_each_candidate(b"0123456789", |pos, at| found.push((pos, at)), order);
+        assert_eq!(found, vec![(0, 0), (0, 1002)]);
+        let mut found = Vec::new();
+        set.for_each_candidate(b"456789AbCdEf", |pos, at| found.push((pos, at)), order);
+        assert_eq!(found, vec![(0, 4), (0, 1006)]);
+        assert_eq!(hits(&WindowSet::default(), &forms, b"0123456789"), vec![]);
+        assert_eq!(hits(&set, &forms, b"short"), vec![]);
     }
 
     #[test]
     fn a_form_matched_whole_is_sampled_wherever_it_starts() {
         let form: Vec<u8> = (0..40u8).map(|i| b'!' + i).collect();
-        let set = WindowSet::new([(3, form.as_slice(), false)]);
-        assert_eq!(set.len(), STEP);
-        for lead in 0..3 * STEP {
-            let mut buf = vec![b' '; lead];
-            buf.extend_from_slice(&form);
-            let found = hits(&set, &buf);
-            assert_eq!(found.len(), 1, "lead {lead}");
-            assert_eq!(found[0].pos - found[0].at, lead);
+        let forms = [(form.as_slice(), false)];
+        for (step, stride) in LAYOUTS {
+            let set = set_of(&forms, step, stride);
+            assert_eq!(set.len(), step);
+            for lead in 0..3 * STEP {
+                let mut buf = vec![b' '; lead];
+                buf.extend_from_slice(&form);
+                let found = hits(&set, &forms, &buf);
+                assert_eq!(found.len(), 1, "lead {lead}");
+                assert_eq!(found[0].2 - found[0].1, lead);
+            }
+        }
+    }
+
+    #[test]
+    fn layouts_thin_out_as_windows_grow() {
+        assert_eq!(layout(1000), (12, 1));
+        assert_eq!(layout(MAX_DENSE_ENTRIES), (12, 1));
+        assert_eq!(layout(MAX_DENSE_ENTRIES + 1), (4, 3));
+        assert_eq!(layout(100 * MAX_DENSE_ENTRIES), (1, 12));
+        // Many windows: a directory of several buckets, each found.
+        let forms: Vec<Vec<u8>> = (0..300u32)
+            .map(|i| format!("form-{i:04}-{}", i * 7919).into_bytes())
+            .collect();
+        let refs: Vec<(&[u8], bool)> = forms.iter().map(|f| (f.as_slice(), true)).collect();
+        let set = set_of(&refs, 12, 1);
+        assert!(set.dir_bits > 4);
+        for (i, form) in forms.iter().enumerate() {
+            assert!(
+                hits(&set, &refs, form).iter().any(|h| h.0 == i),
+                "{}",
+                String::from_utf8_lossy(form)
+            );
         }
     }
 }

@@ -1170,3 +1170,39 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
 }
+
+/// Peak resident memory of a process (VmHWM), polled until it exits.
+pub fn watch_peak_rss(pid: u32) -> tokio::task::JoinHandle<u64> {
+    tokio::spawn(async move {
+        let path = format!("/proc/{pid}/status");
+        let mut peak = 0;
+        while let Ok(status) = tokio::fs::read_to_string(&path).await {
+            if let Some(kib) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kib);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        peak
+    })
+}
+
+/// `data` as one gzip member, as kubelet writes a rotated container log.
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(data).expect("gzip");
+    gz.finish().expect("gzip")
+}
+
+/// A gzip file that inflates to `mib` MiB of one short line repeated, from
+/// about 1 KiB per MiB: the same 1 MiB member again and again (a
+/// multi-member gzip, which gzip and every reader of concatenated members
+/// inflate whole). Text, so only the ratio gives it away.
+pub fn gzip_bomb(mib: usize) -> Vec<u8> {
+    let one = gzip(&b"y\n".repeat(1 << 19));
+    one.repeat(mib)
+}
