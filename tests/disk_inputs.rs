@@ -288,14 +288,14 @@ async fn oversized_contract_files_are_refused_naming_the_file_and_its_cap() {
     );
 
     std::fs::write(&host_id, &original_host_id).unwrap();
-    std::fs::write(&secret, vec![b'A'; 1 << 20]).unwrap();
+    std::fs::write(&secret, vec![b'A'; 2 << 20]).unwrap();
     set_mode(&secret, 0o600);
-    let run = sc.run_agent("pull-secret of 1 MiB", &opts("4s")).await;
+    let run = sc.run_agent("pull-secret of 2 MiB", &opts("4s")).await;
     assert_refused_at_start(
         &sc,
         &run,
         &format!(
-            "{} holds more than 262144 bytes, the size cap of a pull secret",
+            "{} holds more than 1048576 bytes, the size cap of a pull secret",
             secret.display()
         ),
     );

@@ -2173,7 +2173,7 @@ fn fifos_at_collected_paths_are_skipped_not_waited_on() {
 }
 
 #[test]
-fn records_of_80k_stage_ends_are_summarized_in_full() {
+fn records_of_80k_stage_ends_are_summarized_within_the_cap() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
     copy_tree(&fixture_root(), &root);

@@ -8,7 +8,7 @@
 
 use memchr::{memmem, memrchr};
 
-use super::span::{line_end, line_start, Span, MARKER};
+use super::span::{line_end, line_start, message_start, Span, MARKER};
 
 /// Keys whose value is a secret wherever they appear (compared lowercased,
 /// `_` read as `-`, leading dashes of a command-line flag dropped; the last
@@ -225,7 +225,9 @@ pub(super) fn key_value(
     if kind == KeyKind::No {
         return;
     }
-    let first_on_line = buf[line_start(buf, key_start)..key_start]
+    let line = line_start(buf, key_start);
+    let message = line + message_start(&buf[line..key_start]);
+    let first_on_line = buf[message..key_start]
         .iter()
         .all(|b| matches!(b, b' ' | b'\t' | b'"' | b'\\'));
     // `secret` is a key in YAML (`secret: …` first on its line) and JSON,
@@ -529,6 +531,15 @@ mod tests {
             ("  wepKey0: 0123456789", "  wepKey0: [REDACTED]"),
             // `secret` as a key: YAML at line start, JSON.
             ("  secret: hunter2hunter2", "  secret: [REDACTED]"),
+            // ... also first in a pod log's or the journal's message.
+            (
+                "2026-11-24T10:15:00.1+00:00 stdout F   secret: hunter2 x",
+                "2026-11-24T10:15:00.1+00:00 stdout F   secret: [REDACTED]",
+            ),
+            (
+                "2026-11-24T10:15:00.1+0000 master-0 app[12]: secret: hunter2",
+                "2026-11-24T10:15:00.1+0000 master-0 app[12]: secret: [REDACTED]",
+            ),
             (
                 r#"{"name":"x","secret":"hunter2hunter2"}"#,
                 r#"{"name":"x","secret":"[REDACTED]"}"#,
@@ -572,6 +583,9 @@ mod tests {
             "  publicKey: ssh-ed25519 AAAAC3Nza",
             r#"{"passwordFile":"/etc/pw","secretRef":{"name":"x"}}"#,
             "E1122 kubelet: failed to sync secret: cache not synced",
+            "2026-11-24T10:15:00.1+0000 m kubelet[9]: E1122 failed to get secret: not found",
+            "2026-11-24T10:15:00.1+00:00 stderr F failed to get secret: not found",
+            "2026 notes secret: plain prose after a date",
             "time=10:00:01 secret=\"openshift-config/pull-secret\"",
             "<secret ephemeral='no' private='yes'>",
             "<password/> <token></token>",

@@ -37,6 +37,34 @@ pub(super) fn line_start(buf: &[u8], at: usize) -> usize {
     memrchr(b'\n', &buf[..at]).map_or(0, |i| i + 1)
 }
 
+/// Where a line's message starts: after the prefix a container runtime
+/// (`<time> stdout F `) or `journalctl -o short-iso-precise` (`<time> host
+/// ident[pid]: `) puts before what the program printed, else 0. A YAML key
+/// first in a pod log's or journal's message is first on its line.
+pub(super) fn message_start(line: &[u8]) -> usize {
+    // Prefixes are short; a long first token is no time stamp.
+    let head = &line[..line.len().min(256)];
+    if !head.first().is_some_and(u8::is_ascii_digit) {
+        return 0;
+    }
+    let mut tokens = head.split(|&b| b == b' ');
+    let (Some(time), Some(second), Some(third)) = (tokens.next(), tokens.next(), tokens.next())
+    else {
+        return 0;
+    };
+    if time.len() < 10 || !time.contains(&b'T') {
+        return 0;
+    }
+    let after = |n: usize| (time.len() + second.len() + third.len() + n).min(line.len());
+    let cri = matches!(second, b"stdout" | b"stderr") && matches!(third, b"F" | b"P");
+    let journal = !second.is_empty() && third.len() > 1 && third.ends_with(b":");
+    if cri || journal {
+        after(3)
+    } else {
+        0
+    }
+}
+
 pub(super) fn line_end(buf: &[u8], at: usize) -> usize {
     let end = memchr(b'\n', &buf[at..]).map_or(buf.len(), |i| at + i);
     if end > at && buf[end - 1] == b'\r' {
