@@ -57,14 +57,13 @@ impl Kind {
         match self {
             // A URL or a UUID; a URL over 4 KiB is refused by most servers.
             Kind::Value => 4 << 10,
-            // A pull secret is 3-10 KiB; 1 MiB is thousands of registries,
-            // which redaction holds in a few MiB (docs/security.md).
-            Kind::PullSecret => 1 << 20,
             // A NO_PROXY of thousands of entries; a ledger's 16 boots are a
             // few hundred bytes each.
             Kind::Settings | Kind::Ledger => 64 << 10,
-            // The whole Mozilla root bundle is about 220 KiB.
-            Kind::CaBundle => 1 << 20,
+            // A pull secret is 3-10 KiB; 1 MiB is thousands of registries,
+            // which redaction holds in a few MiB (docs/security.md). The
+            // whole Mozilla root bundle is about 220 KiB.
+            Kind::PullSecret | Kind::CaBundle => 1 << 20,
         }
     }
 
