@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::progress::{log_api_error, Next};
 use super::reporter::Reporter;
 use super::spread::{first_bundle_delay, SpreadOf};
-use crate::api::UploadTarget;
+use crate::api::{Refusal, UploadTarget};
 use crate::bundle::BundleMeta;
 use crate::upload::Uploader;
 
@@ -144,9 +144,7 @@ impl Reporter {
             }
             Err(err) => {
                 log_api_error(&err);
-                if err.status() == Some(reqwest::StatusCode::BAD_REQUEST)
-                    && err.reason().is_some_and(|r| r.contains("logs_type"))
-                {
+                if ends_bundles_for_the_boot(err.refusal()) {
                     tracing::warn!(
                         "this assisted-service does not accept logs of type {:?}; no more bundles are sent on this boot",
                         self.config.logs_type
@@ -155,6 +153,33 @@ impl Reporter {
                 }
                 false
             }
+        }
+    }
+}
+
+/// Whether a refused upload means no bundle of this boot can pass: the
+/// service takes no logs of the configured type. Anything else (weather, a
+/// token the service may accept again once the host is re-registered) is
+/// tried at the next cycle.
+fn ends_bundles_for_the_boot(refusal: Option<Refusal>) -> bool {
+    refusal == Some(Refusal::LogsTypeRefused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_refused_logs_type_ends_the_boots_bundles() {
+        assert!(ends_bundles_for_the_boot(Some(Refusal::LogsTypeRefused)));
+        for other in [
+            None,
+            Some(Refusal::TokenRefused),
+            Some(Refusal::HostNotListed),
+            Some(Refusal::StageUnknownToService),
+            Some(Refusal::StageNotAccepted),
+        ] {
+            assert!(!ends_bundles_for_the_boot(other), "{other:?}");
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::reporter::{InfoOwner, Reporter};
-use crate::api::{ApiError, Host, HostProgress, HostScope};
+use crate::api::{ApiError, Host, HostProgress, HostScope, Refusal};
 use crate::records;
 use crate::stage::{self, Decision};
 
@@ -44,11 +44,9 @@ impl Reporter {
             Ok(host) => host,
             Err(err) => {
                 log_api_error(&err);
-                let refused = matches!(
-                    err.status(),
-                    Some(reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN)
-                );
-                return Next::Unreached { refused };
+                return Next::Unreached {
+                    refused: err.refusal() == Some(Refusal::TokenRefused),
+                };
             }
         };
         self.reached_service = true;
@@ -162,17 +160,17 @@ impl Reporter {
                 });
                 self.settle(target);
             }
-            Err(err) if err.status() == Some(reqwest::StatusCode::BAD_REQUEST) => {
-                self.ledger.new_stages_refused = true;
-                self.report_as_progress_info(host, target, Some(&err)).await;
-            }
-            Err(err) if err.status() == Some(reqwest::StatusCode::CONFLICT) => {
-                // Someone (the installer) moved the host meanwhile, or its
-                // status does not take stages: both mean "leave it".
-                tracing::info!("{err}; leaving the stage alone");
-                self.settle(target);
-            }
-            Err(err) => log_api_error(&err),
+            Err(err) => match after_stage_refused(err.refusal()) {
+                AfterStageRefused::ReportAsProgressInfo => {
+                    self.ledger.new_stages_refused = true;
+                    self.report_as_progress_info(host, target, Some(&err)).await;
+                }
+                AfterStageRefused::LeaveIt => {
+                    tracing::info!("{err}; leaving the stage alone");
+                    self.settle(target);
+                }
+                AfterStageRefused::TryNextCycle => log_api_error(&err),
+            },
         }
     }
 
@@ -345,12 +343,32 @@ impl Reporter {
     }
 }
 
+/// What a failed stage update leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AfterStageRefused {
+    /// The service lacks the new stages: the boot goes into `progress_info`
+    /// on the stage it holds, now and for the rest of the boot.
+    ReportAsProgressInfo,
+    /// The installer moved the host on, or its status takes no stages:
+    /// the stage is settled as it is.
+    LeaveIt,
+    /// Weather or configuration: the next cycle tries again.
+    TryNextCycle,
+}
+
+pub(super) fn after_stage_refused(refusal: Option<Refusal>) -> AfterStageRefused {
+    match refusal {
+        Some(Refusal::StageUnknownToService) => AfterStageRefused::ReportAsProgressInfo,
+        Some(Refusal::StageNotAccepted) => AfterStageRefused::LeaveIt,
+        Some(Refusal::TokenRefused | Refusal::HostNotListed | Refusal::LogsTypeRefused) | None => {
+            AfterStageRefused::TryNextCycle
+        }
+    }
+}
+
 pub(super) fn log_api_error(err: &ApiError) {
     match err {
-        ApiError::Status { status, .. }
-            if *status == reqwest::StatusCode::UNAUTHORIZED
-                || *status == reqwest::StatusCode::FORBIDDEN =>
-        {
+        _ if err.refusal() == Some(Refusal::TokenRefused) => {
             tracing::error!(
                 "{err}: the agent token was refused; check the pull secret in the discovery contract"
             );
@@ -358,5 +376,34 @@ pub(super) fn log_api_error(err: &ApiError) {
         // Configuration, not weather: say it loudly.
         ApiError::Tls { .. } | ApiError::Redirect { .. } => tracing::error!("{err}"),
         _ => tracing::warn!("{err}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_stage_falls_back_only_when_the_service_lacks_it() {
+        assert_eq!(
+            after_stage_refused(Some(Refusal::StageUnknownToService)),
+            AfterStageRefused::ReportAsProgressInfo
+        );
+        assert_eq!(
+            after_stage_refused(Some(Refusal::StageNotAccepted)),
+            AfterStageRefused::LeaveIt
+        );
+        for other in [
+            None,
+            Some(Refusal::TokenRefused),
+            Some(Refusal::HostNotListed),
+            Some(Refusal::LogsTypeRefused),
+        ] {
+            assert_eq!(
+                after_stage_refused(other),
+                AfterStageRefused::TryNextCycle,
+                "{other:?}"
+            );
+        }
     }
 }

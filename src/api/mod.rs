@@ -54,9 +54,19 @@ pub enum ApiError {
     #[error("{operation}: the service answered {status}: {reason}")]
     Status {
         operation: String,
+        /// The request answered: what a status means depends on it.
+        endpoint: Endpoint,
         status: StatusCode,
         reason: String,
         retry_after: Option<Duration>,
+    },
+    /// The host list was read whole and our host is not in it.
+    #[error("{operation}: host {host_id} is not among the {listed} hosts of {scope}")]
+    HostNotListed {
+        operation: String,
+        host_id: Uuid,
+        scope: HostScope,
+        listed: usize,
     },
     #[error("{operation}: unexpected answer from the service: {detail}")]
     Decode { operation: String, detail: String },
@@ -105,7 +115,10 @@ impl Retryable for ApiError {
                     || status.is_server_error()
             }
             ApiError::Proxy { auth_required, .. } => !auth_required,
-            ApiError::Decode { .. } | ApiError::Tls { .. } | ApiError::Redirect { .. } => false,
+            ApiError::Decode { .. }
+            | ApiError::Tls { .. }
+            | ApiError::Redirect { .. }
+            | ApiError::HostNotListed { .. } => false,
         }
     }
 
@@ -117,14 +130,61 @@ impl Retryable for ApiError {
     }
 }
 
+/// The requests whose answers the reporter tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    HostList,
+    Cluster,
+    Progress,
+    Logs,
+}
+
+/// What a refusal means in the service's terms, for the reporter's
+/// decisions (zincati's `error_kind()`): HTTP details stay in this module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// 401 or 403: the agent token was refused; nothing sent with it passes.
+    TokenRefused,
+    /// The host list holds no host of ours.
+    HostNotListed,
+    /// 400 to a progress update: the service's stage enum lacks the stage
+    /// (today's upstream and the two new stages).
+    StageUnknownToService,
+    /// 409 to a progress update: a lower stage than the host's, or a host
+    /// status that takes no stages; either way the stage is not ours to set.
+    StageNotAccepted,
+    /// 400 to an upload naming `logs_type`: this service takes no logs of
+    /// this type.
+    LogsTypeRefused,
+}
+
 impl ApiError {
-    pub fn status(&self) -> Option<StatusCode> {
-        match self {
-            ApiError::Status { status, .. } => Some(*status),
+    /// What the failure means, when it is the service's answer rather than
+    /// weather (transport, 5xx) or configuration (TLS, proxy, redirect).
+    pub fn refusal(&self) -> Option<Refusal> {
+        let ApiError::Status {
+            endpoint,
+            status,
+            reason,
+            ..
+        } = self
+        else {
+            return matches!(self, ApiError::HostNotListed { .. })
+                .then_some(Refusal::HostNotListed);
+        };
+        match (*status, endpoint) {
+            (StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN, _) => Some(Refusal::TokenRefused),
+            (StatusCode::BAD_REQUEST, Endpoint::Progress) => Some(Refusal::StageUnknownToService),
+            (StatusCode::CONFLICT, Endpoint::Progress) => Some(Refusal::StageNotAccepted),
+            // Upstream's swagger validation names the parameter it refused.
+            (StatusCode::BAD_REQUEST, Endpoint::Logs) if reason.contains("logs_type") => {
+                Some(Refusal::LogsTypeRefused)
+            }
             _ => None,
         }
     }
 
+    /// The service's reason, for the log (decisions read [`Self::refusal`]).
     pub fn reason(&self) -> Option<&str> {
         match self {
             ApiError::Status { reason, .. } => Some(reason),
@@ -336,21 +396,18 @@ impl Client {
                 let request = self.request(Method::GET, self.url(&path));
                 let response = self.send(operation, request).await?;
                 if !response.status().is_success() {
-                    return success_body(operation, response, MAX_ERROR_BYTES)
+                    return success_body(Endpoint::HostList, operation, response, MAX_ERROR_BYTES)
                         .await
                         .and_then(|_| unreachable_success(operation));
                 }
                 scan_host_list(operation, response, host_id).await
             })
             .await?;
-        scan.host.ok_or_else(|| ApiError::Status {
+        scan.host.ok_or_else(|| ApiError::HostNotListed {
             operation: operation.to_owned(),
-            status: StatusCode::NOT_FOUND,
-            reason: format!(
-                "host {host_id} is not among the {} hosts of {scope}",
-                scan.elements
-            ),
-            retry_after: None,
+            host_id,
+            scope,
+            listed: scan.elements,
         })
     }
 
@@ -373,7 +430,7 @@ impl Client {
                 url.query_pairs_mut().append_pair("exclude-hosts", "true");
                 let request = self.request(Method::GET, url);
                 let response = self.send(operation, request).await?;
-                success_body(operation, response, MAX_CLUSTER_BYTES).await
+                success_body(Endpoint::Cluster, operation, response, MAX_CLUSTER_BYTES).await
             })
             .await?;
         serde_json::from_slice(&body).map_err(|e| ApiError::Decode {
@@ -404,7 +461,7 @@ impl Client {
                     .header(CONTENT_TYPE, "application/json")
                     .body(body.clone());
                 let response = self.send(&operation, request).await?;
-                success_body(&operation, response, MAX_ERROR_BYTES)
+                success_body(Endpoint::Progress, &operation, response, MAX_ERROR_BYTES)
                     .await
                     .map(drop)
             })
@@ -431,7 +488,7 @@ impl Client {
         let response = self
             .send(&operation, self.request(Method::POST, url).multipart(form))
             .await?;
-        success_body(&operation, response, MAX_ERROR_BYTES)
+        success_body(Endpoint::Logs, &operation, response, MAX_ERROR_BYTES)
             .await
             .map(drop)
     }
@@ -538,6 +595,7 @@ pub struct UploadTarget {
 
 /// Reads a 2xx body (bounded) or turns any other answer into [`ApiError::Status`].
 async fn success_body(
+    endpoint: Endpoint,
     operation: &str,
     response: Response,
     limit: usize,
@@ -575,6 +633,7 @@ async fn success_body(
     };
     Err(ApiError::Status {
         operation: operation.to_owned(),
+        endpoint,
         status,
         reason,
         retry_after,
@@ -731,6 +790,7 @@ mod tests {
     fn only_transport_408_429_and_5xx_are_retried() {
         let status = |code: u16| ApiError::Status {
             operation: "test".into(),
+            endpoint: Endpoint::Progress,
             status: StatusCode::from_u16(code).unwrap(),
             reason: "x".into(),
             retry_after: Some(Duration::from_secs(2)),
@@ -743,6 +803,66 @@ mod tests {
         }
         assert_eq!(status(503).retry_after(), Some(Duration::from_secs(2)));
     }
+    #[test]
+    fn refusals_are_named_by_what_the_answer_means_for_its_request() {
+        use Endpoint::{Cluster, HostList, Logs, Progress};
+        let answer = |endpoint, code: u16, reason: &str| ApiError::Status {
+            operation: "test".into(),
+            endpoint,
+            status: StatusCode::from_u16(code).unwrap(),
+            reason: reason.into(),
+            retry_after: None,
+        };
+        for endpoint in [HostList, Cluster, Progress, Logs] {
+            for code in [401, 403] {
+                assert_eq!(
+                    answer(endpoint, code, "x").refusal(),
+                    Some(Refusal::TokenRefused)
+                );
+            }
+            for code in [404, 408, 429, 500, 503] {
+                assert_eq!(answer(endpoint, code, "x").refusal(), None, "{code}");
+            }
+        }
+        // The real service's answers (docs/upstream-integration.md).
+        let unknown_stage =
+            "current_stage in body should be one of [Starting installation … Failed]";
+        assert_eq!(
+            answer(Progress, 400, unknown_stage).refusal(),
+            Some(Refusal::StageUnknownToService)
+        );
+        assert_eq!(
+            answer(Progress, 409, "Can't assign lower stage").refusal(),
+            Some(Refusal::StageNotAccepted)
+        );
+        assert_eq!(
+            answer(
+                Logs,
+                400,
+                "logs_type in query should be one of [host controller]"
+            )
+            .refusal(),
+            Some(Refusal::LogsTypeRefused)
+        );
+        // A 400 or 409 elsewhere means nothing the reporter acts on.
+        assert_eq!(answer(Logs, 400, "cluster_id is invalid").refusal(), None);
+        assert_eq!(answer(Logs, 409, "x").refusal(), None);
+        assert_eq!(answer(HostList, 400, "logs_type").refusal(), None);
+        let missing = ApiError::HostNotListed {
+            operation: "listing".into(),
+            host_id: Uuid::nil(),
+            scope: HostScope::InfraEnv(Uuid::nil()),
+            listed: 3,
+        };
+        assert_eq!(missing.refusal(), Some(Refusal::HostNotListed));
+        assert!(!missing.is_retryable());
+        assert_eq!(
+            missing.to_string(),
+            "listing: host 00000000-0000-0000-0000-000000000000 is not among the 3 hosts of \
+             infra-env 00000000-0000-0000-0000-000000000000"
+        );
+    }
+
     #[test]
     fn error_bodies_are_described_briefly_and_safely() {
         assert_eq!(
