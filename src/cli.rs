@@ -12,6 +12,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::Flags;
+use crate::offline::args::parse_duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -233,10 +234,6 @@ impl From<RunArgs> for Flags {
             no_proxy,
         }
     }
-}
-
-fn parse_duration(value: &str) -> Result<Duration, String> {
-    humantime::parse_duration(value).map_err(|err| format!("{err} (expected e.g. 10m, 90s, 1h)"))
 }
 
 pub fn init_tracing(level: LogLevel) {

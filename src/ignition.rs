@@ -32,6 +32,7 @@ use uuid::Uuid;
 use base64::Engine as _;
 
 use crate::contract;
+use crate::secret::Secret;
 
 /// Where the binary lands on the host; the unit's `ExecStart=` runs it.
 pub const BINARY_PATH: &str = "/usr/local/bin/assisted-boot-reporter";
@@ -209,29 +210,10 @@ fn generate_and_write(args: &IgnitionArgs) -> anyhow::Result<()> {
     }
 }
 
-/// The pull secret as given; its `Debug` never shows it.
-pub struct PullSecret(pub String);
-
-impl std::fmt::Debug for PullSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PullSecret([REDACTED])")
-    }
-}
-
-/// The contract's `proxy.env`; its `Debug` never shows it (a proxy URL may
-/// hold a password).
-pub struct ProxyEnv(pub String);
-
-impl std::fmt::Debug for ProxyEnv {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ProxyEnv([REDACTED])")
-    }
-}
-
 /// Checks the proxy flags as assisted-service checks an infra-env's proxy
 /// (`pkg/validations`: http_proxy http only, https_proxy http or https, the
 /// scheme spelled out) and renders `proxy.env`. Errors never quote a URL.
-fn proxy_env(args: &IgnitionArgs) -> anyhow::Result<Option<ProxyEnv>> {
+fn proxy_env(args: &IgnitionArgs) -> anyhow::Result<Option<Secret>> {
     let mut text = String::new();
     for (flag, key, value, allow_https) in [
         ("--http-proxy", "HTTP_PROXY", &args.http_proxy, false),
@@ -267,7 +249,7 @@ fn proxy_env(args: &IgnitionArgs) -> anyhow::Result<Option<ProxyEnv>> {
             .map_err(|reason| anyhow::anyhow!("--no-proxy: {reason}"))?;
         let _ = writeln!(text, "NO_PROXY={value}");
     }
-    Ok((!text.is_empty()).then_some(ProxyEnv(text)))
+    Ok((!text.is_empty()).then(|| Secret::from(text)))
 }
 
 /// Everything the fragment is made of, read and checked.
@@ -278,9 +260,9 @@ pub struct Inputs {
     pub infra_env_id: Uuid,
     pub host_id: Uuid,
     pub cluster_id: Option<Uuid>,
-    pub pull_secret: Option<PullSecret>,
+    pub pull_secret: Option<Secret>,
     pub ca_cert: Option<String>,
-    pub proxy: Option<ProxyEnv>,
+    pub proxy: Option<Secret>,
 }
 
 impl Inputs {
@@ -363,7 +345,7 @@ fn read_limited(path: &Path, limit: u64) -> anyhow::Result<Vec<u8>> {
 
 /// Reads the secret from a file or a pipe and checks it is what the reporter
 /// accepts; the reason of a rejection never quotes the input.
-fn read_pull_secret(path: &Path) -> anyhow::Result<PullSecret> {
+fn read_pull_secret(path: &Path) -> anyhow::Result<Secret> {
     let raw = if path == Path::new("-") {
         let stdin = std::io::stdin();
         if stdin.is_terminal() {
@@ -396,26 +378,17 @@ fn read_pull_secret(path: &Path) -> anyhow::Result<PullSecret> {
     })?;
     // Stored as given (trimmed): the reporter extracts the token itself, and
     // the whole pull secret lets it scrub every registry's auth from bundles.
-    Ok(PullSecret(text.trim().to_owned()))
+    Ok(Secret::from(text.trim().to_owned()))
 }
 
+/// The URL as given (the agent normalises it when it reads the contract),
+/// checked as the agent will check it. The error never quotes the URL: it
+/// may carry credentials.
 fn check_service_url(value: &str) -> anyhow::Result<String> {
-    let url = reqwest::Url::parse(value.trim())
-        .with_context(|| format!("--service-url {value:?} is not a URL"))?;
-    ensure!(
-        matches!(url.scheme(), "http" | "https"),
-        "--service-url {value:?}: scheme {:?} is not http or https",
-        url.scheme()
-    );
-    ensure!(
-        url.username().is_empty() && url.password().is_none(),
-        "--service-url must not carry credentials"
-    );
-    ensure!(
-        url.host_str().is_some_and(|h| !h.is_empty()),
-        "--service-url {value:?} has no host"
-    );
-    Ok(value.trim().to_owned())
+    let value = value.trim();
+    crate::config::service_url(value)
+        .map_err(|reason| anyhow::anyhow!("--service-url: {reason}"))?;
+    Ok(value.to_owned())
 }
 
 /// Checks the bytes are a 64-bit ELF executable for `arch` with no program
@@ -524,8 +497,8 @@ pub fn fragment(inputs: &Inputs, spec: Spec) -> Value {
     })];
     let dir = contract::DEFAULT_DIR;
     let values = contract::Values {
-        pull_secret: inputs.pull_secret.as_ref().map(|s| s.0.as_str()),
-        proxy_env: inputs.proxy.as_ref().map(|p| p.0.as_str()),
+        pull_secret: inputs.pull_secret.as_ref().map(Secret::expose),
+        proxy_env: inputs.proxy.as_ref().map(Secret::expose),
         service_url: &inputs.service_url,
         infra_env_id: inputs.infra_env_id,
         host_id: inputs.host_id,
@@ -711,7 +684,7 @@ mod tests {
             infra_env_id: Uuid::from_u128(1),
             host_id: Uuid::from_u128(2),
             cluster_id: None,
-            pull_secret: Some(PullSecret("bare-token".into())),
+            pull_secret: Some(Secret::from("bare-token".to_owned())),
             ca_cert: None,
             proxy: None,
         }
@@ -776,7 +749,7 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(
-            env.0,
+            env.expose(),
             "HTTP_PROXY=http://proxy.example:3128\n\
              HTTPS_PROXY=http://user:pa55word@proxy.example:3128\n\
              NO_PROXY=.cluster.example,10.0.0.0/8,fd00::/8\n"
@@ -827,7 +800,11 @@ mod tests {
     fn service_url_is_checked() {
         assert!(check_service_url("https://api.openshift.com").is_ok());
         assert!(check_service_url("ftp://x").is_err());
-        assert!(check_service_url("https://user:pw@x").is_err());
+        let with_password = check_service_url("https://user:hunter2@x").unwrap_err();
+        assert!(
+            !with_password.to_string().contains("hunter2"),
+            "{with_password}"
+        );
         assert!(check_service_url("not a url").is_err());
     }
 }

@@ -345,6 +345,9 @@ fn describe_secs(secs: f64) -> String {
 }
 
 /// Temp file in the same directory, fsync, rename, fsync the directory.
+/// By hand rather than `tempfile`'s `persist`: a fixed temp name (safe under
+/// the instance lock) means a crash leaves at most one leftover, overwritten
+/// next time, and the directory is synced too.
 pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().context("path has no parent directory")?;
     let tmp: PathBuf = dir.join(format!(

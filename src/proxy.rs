@@ -16,14 +16,17 @@
 //! loopback, and a rule with no hidden exception is what lets the tests put a
 //! real proxy between the agent and a service on loopback.
 //!
-//! reqwest's own NO_PROXY support ignores CIDRs, so the decision is made here
-//! and handed to it through [`reqwest::Proxy::custom`]. Proxy URLs may carry
+//! reqwest's own NO_PROXY (hyper-util's matcher) follows curl: it knows
+//! CIDRs but no `host:port` entries and no per-scheme choice, so the decision
+//! is made here and handed to it through [`reqwest::Proxy::custom`]. Proxy URLs may carry
 //! `user:password@`: [`ProxyUrl`] never shows them in `Debug` or `Display`.
 
 use std::fmt;
 use std::net::IpAddr;
 
 use base64::Engine as _;
+use ipnet::IpNet;
+use percent_encoding::percent_decode_str;
 use reqwest::Url;
 
 /// A proxy URL. Its `Debug` and `Display` keep the scheme, host and port and
@@ -78,7 +81,7 @@ impl ProxyUrl {
             return Vec::new();
         };
         let user = self.0.username();
-        let decode = |s: &str| percent_decode(s);
+        let decode = |s: &str| percent_decode_str(s).decode_utf8_lossy().into_owned();
         let mut secrets = vec![
             password.to_owned(),
             format!("{user}:{password}"),
@@ -124,33 +127,11 @@ impl fmt::Debug for ProxyUrl {
     }
 }
 
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            if let Some(byte) = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                out.push(byte);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// One NO_PROXY entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Entry {
     /// `10.0.0.0/8`, `fd00::/8`: IP-literal hosts inside the network.
-    Network { base: IpAddr, prefix: u8 },
+    Network(IpNet),
     /// `192.0.2.1`, `[2001:db8::1]:443`.
     Ip { ip: IpAddr, port: Option<u16> },
     /// `.example.com` (subdomains), or `example.com` (`exact` too).
@@ -234,7 +215,7 @@ impl NoProxy {
             .parse()
             .ok();
         self.entries.iter().any(|entry| match entry {
-            Entry::Network { base, prefix } => ip.is_some_and(|ip| in_network(ip, *base, *prefix)),
+            Entry::Network(net) => ip.is_some_and(|ip| in_network(ip, net)),
             Entry::Ip { ip: want, port: p } => ip == Some(*want) && port_matches(*p),
             Entry::Domain {
                 suffix,
@@ -252,9 +233,9 @@ impl NoProxy {
 fn parse_entry(entry: &str) -> Option<Entry> {
     if let Some((addr, prefix)) = entry.split_once('/') {
         let base: IpAddr = addr.parse().ok()?;
-        let prefix: u8 = prefix.parse().ok()?;
-        let max = if base.is_ipv4() { 32 } else { 128 };
-        return (prefix <= max).then_some(Entry::Network { base, prefix });
+        return IpNet::new(base, prefix.parse().ok()?)
+            .ok()
+            .map(Entry::Network);
     }
     if let Ok(ip) = entry.trim_start_matches('[').trim_end_matches(']').parse() {
         return Some(Entry::Ip { ip, port: None });
@@ -290,22 +271,14 @@ fn parse_entry(entry: &str) -> Option<Entry> {
     })
 }
 
-fn in_network(ip: IpAddr, base: IpAddr, prefix: u8) -> bool {
-    match (ip, base) {
-        (IpAddr::V4(ip), IpAddr::V4(base)) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
-            u32::from(ip) & mask == u32::from(base) & mask
-        }
-        (IpAddr::V6(ip), IpAddr::V6(base)) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
-            u128::from(ip) & mask == u128::from(base) & mask
-        }
-        // An IPv4-mapped IPv6 URL host is matched by IPv4 entries, as the
-        // connection goes to that IPv4 address.
-        (IpAddr::V6(ip), IpAddr::V4(_)) => ip
+/// An IPv4-mapped IPv6 URL host is matched by IPv4 entries: the connection
+/// goes to that IPv4 address.
+fn in_network(ip: IpAddr, net: &IpNet) -> bool {
+    match ip {
+        IpAddr::V6(v6) => v6
             .to_ipv4_mapped()
-            .is_some_and(|v4| in_network(IpAddr::V4(v4), base, prefix)),
-        (IpAddr::V4(_), IpAddr::V6(_)) => false,
+            .map_or(net.contains(&ip), |v4| net.contains(&IpAddr::V4(v4))),
+        IpAddr::V4(_) => net.contains(&ip),
     }
 }
 

@@ -246,8 +246,8 @@ impl Client {
             // The token must not follow a redirect to another origin, and a
             // followed 302 turns a PUT into a GET: see ApiError::Redirect.
             .redirect(reqwest::redirect::Policy::none())
-            // reqwest's own HTTP(S)_PROXY handling knows no CIDR in NO_PROXY;
-            // the configured settings replace it (crate::proxy).
+            // reqwest's own NO_PROXY follows curl, not Go: the configured
+            // settings replace it (crate::proxy).
             .no_proxy();
         if let Some(proxy) = settings.proxy.to_reqwest() {
             builder = builder.proxy(proxy);

@@ -379,21 +379,23 @@ fn parse_uuid(what: &'static str, found: &Found) -> Result<Uuid, ConfigError> {
 }
 
 fn parse_service_url(found: &Found) -> Result<Url, ConfigError> {
-    let invalid = |reason: String| ConfigError::Invalid {
+    service_url(&found.value).map_err(|reason| ConfigError::Invalid {
         what: "assisted-service URL",
         source_name: found.from.clone(),
         reason,
-    };
-    let mut url = Url::parse(&found.value).map_err(|err| invalid(format!("{err}")))?;
+    })
+}
+
+/// The service URL as the client uses it, or why it is unusable: one check
+/// for the agent's configuration and for `ignition`'s `--service-url`.
+pub fn service_url(value: &str) -> Result<Url, String> {
+    let mut url = Url::parse(value).map_err(|err| format!("{err}"))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid(format!(
-            "scheme {:?} is not http or https",
-            url.scheme()
-        )));
+        return Err(format!("scheme {:?} is not http or https", url.scheme()));
     }
     if !url.username().is_empty() || url.password().is_some() {
         // Credentials in the URL would end up in every log line that names it.
-        return Err(invalid("the URL must not carry credentials".into()));
+        return Err("the URL must not carry credentials".into());
     }
     // Accept both "https://svc" and "https://svc/api/assisted-install"; the
     // client appends the API path itself.
