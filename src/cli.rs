@@ -5,14 +5,14 @@
 //! handed to `config` as plain [`Flags`], which merges them with the
 //! environment and the discovery contract, so every field is optional.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::config::settings::{Key, SETTINGS};
 use crate::config::Flags;
-use crate::offline::args::parse_duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -51,6 +51,20 @@ pub enum Command {
     /// Print what matters in a host_boot bundle: collectors, failed units,
     /// the bootstrap services' timeline, redactions.
     Inspect(crate::offline::InspectArgs),
+    /// Check the configuration `run` would use on this host and print each
+    /// setting with where its value came from (flag, environment, contract
+    /// file, reporter.conf, default).
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+// Parsed once at start-up: boxing the big variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum ConfigCommand {
+    /// Resolve as `run` does, strictly: a reporter.conf line that means
+    /// nothing is an error here (the agent only warns). Takes `run`'s flags.
+    Check(RunArgs),
 }
 
 /// Runs the parsed command line. `Err` only when `run` cannot even start
@@ -63,6 +77,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // Interactive tools too: their failures exit 1 (`offline::EXIT_TOOL_FAILURE`).
         Command::Collect(args) => Ok(crate::offline::collect_command(&args)),
         Command::Inspect(args) => Ok(crate::offline::inspect_command(&args)),
+        Command::Config(ConfigCommand::Check(args)) => {
+            Ok(crate::offline::config_check_command(&args.into()))
+        }
     }
 }
 
@@ -92,42 +109,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
 
-    /// assisted-service base URL, e.g. https://api.openshift.com (env ASSISTED_SERVICE_URL).
-    #[arg(long, value_name = "URL")]
-    pub service_url: Option<String>,
-
     /// File holding the pull secret JSON or a bare agent token (env PULL_SECRET_TOKEN
     /// carries the value itself). Never pass a secret as an argument: any user can read it.
     #[arg(long, value_name = "PATH")]
     pub pull_secret_file: Option<PathBuf>,
-
-    /// Infra-env of the host (env INFRA_ENV_ID).
-    #[arg(long, value_name = "UUID")]
-    pub infra_env_id: Option<String>,
-
-    /// The host's ID (env HOST_ID).
-    #[arg(long, value_name = "UUID")]
-    pub host_id: Option<String>,
-
-    /// The cluster's ID when known; otherwise learnt from the service (env CLUSTER_ID).
-    #[arg(long, value_name = "UUID")]
-    pub cluster_id: Option<String>,
-
-    /// Time between bundles, e.g. 10m (env LOG_SEND_FREQUENCY_IN_MINUTES, in minutes) [default: 10m].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub upload_interval: Option<Duration>,
-
-    /// How long the reporter runs on a boot before giving up, e.g. 1h
-    /// (env SERVICE_TIMEOUT_MINUTES, in minutes) [default: 1h].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub timeout: Option<Duration>,
-
-    /// Longest delay of the first bundle (after the stage report) and of the
-    /// last one, drawn per host so hosts started together do not upload
-    /// together; 0 sends them at once (env LOG_SEND_SPREAD_SECONDS, in
-    /// seconds) [default: 1m].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub upload_spread: Option<Duration>,
 
     /// CA bundle (PEM) to trust for the service [default: the contract's CA file when present].
     #[arg(long, value_name = "PATH")]
@@ -137,102 +122,66 @@ pub struct RunArgs {
     #[arg(long)]
     pub insecure: bool,
 
-    /// Where kubelet answers "ok" once healthy [default: http://127.0.0.1:10248/healthz].
-    #[arg(long, value_name = "URL")]
-    pub kubelet_healthz_url: Option<String>,
-
-    /// The logs type bundles are uploaded as [default: host_boot].
-    #[arg(long, value_name = "TYPE")]
-    pub logs_type: Option<String>,
-
-    /// Longest a single collector command may run before it is killed [default: 60s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub command_timeout: Option<Duration>,
-
-    /// First retry delay of a failed request; doubles up to --retry-max-delay [default: 1s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub retry_initial_delay: Option<Duration>,
-
-    /// Cap of the retry delay (a Retry-After above it is capped too) [default: 60s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub retry_max_delay: Option<Duration>,
-
-    /// Attempts per request before giving up until the next cycle [default: 5].
-    #[arg(long, value_name = "N")]
-    pub retry_attempts: Option<u32>,
-
-    /// Time limit of one HTTP request, upload included [default: 5m].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub request_timeout: Option<Duration>,
-
-    /// Proxy for an http:// service URL (env HTTP_PROXY) [default: the
-    /// discovery contract's proxy.env]. A password here is visible to every
-    /// user of the host: put it in proxy.env instead.
-    #[arg(long, value_name = "URL")]
-    pub http_proxy: Option<String>,
-
-    /// Proxy for an https:// service URL, tunnelled with CONNECT (env HTTPS_PROXY).
-    #[arg(long, value_name = "URL")]
-    pub https_proxy: Option<String>,
-
-    /// Comma-separated hosts, domains, IP addresses and CIDRs reached
-    /// without the proxy, or `*` (env NO_PROXY).
-    #[arg(long, value_name = "LIST")]
-    pub no_proxy: Option<String>,
+    /// Every other setting: flags built from config's settings table.
+    #[command(flatten)]
+    pub settings: SettingFlags,
 }
 
 impl From<RunArgs> for Flags {
     fn from(args: RunArgs) -> Self {
-        let RunArgs {
-            config_dir,
-            state_dir,
-            root,
-            service_url,
-            pull_secret_file,
-            infra_env_id,
-            host_id,
-            cluster_id,
-            upload_interval,
-            timeout,
-            upload_spread,
-            cacert,
-            insecure,
-            kubelet_healthz_url,
-            logs_type,
-            command_timeout,
-            retry_initial_delay,
-            retry_max_delay,
-            retry_attempts,
-            request_timeout,
-            http_proxy,
-            https_proxy,
-            no_proxy,
-        } = args;
         Flags {
-            config_dir,
-            state_dir,
-            root,
-            service_url,
-            pull_secret_file,
-            infra_env_id,
-            host_id,
-            cluster_id,
-            upload_interval,
-            timeout,
-            upload_spread,
-            cacert,
-            insecure,
-            kubelet_healthz_url,
-            logs_type,
-            command_timeout,
-            retry_initial_delay,
-            retry_max_delay,
-            retry_attempts,
-            request_timeout,
-            http_proxy,
-            https_proxy,
-            no_proxy,
+            config_dir: args.config_dir,
+            state_dir: args.state_dir,
+            root: args.root,
+            pull_secret_file: args.pull_secret_file,
+            cacert: args.cacert,
+            insecure: args.insecure,
+            settings: args.settings.0,
         }
+    }
+}
+
+/// The flags of config's settings table: one per setting, its help and
+/// syntax check from the table, so a setting is described once.
+#[derive(Debug, Default, Clone)]
+pub struct SettingFlags(BTreeMap<Key, String>);
+
+impl clap::FromArgMatches for SettingFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut flags = SettingFlags::default();
+        flags.update_from_arg_matches(matches)?;
+        Ok(flags)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        for setting in SETTINGS {
+            if let Some(value) = matches.get_one::<String>(setting.flag) {
+                self.0.insert(setting.key, value.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Args for SettingFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.args(SETTINGS.iter().map(|setting| {
+            let arg = clap::Arg::new(setting.flag)
+                .long(setting.flag)
+                .value_name(setting.value_name)
+                .help(setting.full_help());
+            if setting.may_hold_a_secret() {
+                // clap quotes a refused value: config checks these instead,
+                // with errors that never quote them.
+                return arg;
+            }
+            // A bad flag is a usage error (exit 2) before anything runs.
+            arg.value_parser(move |value: &str| setting.check(value).map(|()| value.to_owned()))
+        }))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
     }
 }
 

@@ -282,6 +282,53 @@ fn in_network(ip: IpAddr, net: &IpNet) -> bool {
     }
 }
 
+/// The list as it is matched (lower case, skipped entries gone), for
+/// `config check`.
+impl fmt::Display for NoProxy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.all {
+            return f.write_str("*");
+        }
+        if self.entries.is_empty() {
+            return f.write_str("(none)");
+        }
+        for (i, entry) in self.entries.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            let port = match entry {
+                Entry::Network(net) => {
+                    write!(f, "{net}")?;
+                    None
+                }
+                Entry::Ip {
+                    ip: IpAddr::V6(ip),
+                    port: Some(port),
+                } => {
+                    write!(f, "[{ip}]")?;
+                    Some(port)
+                }
+                Entry::Ip { ip, port } => {
+                    write!(f, "{ip}")?;
+                    port.as_ref()
+                }
+                Entry::Domain {
+                    suffix,
+                    exact,
+                    port,
+                } => {
+                    f.write_str(if *exact { &suffix[1..] } else { suffix })?;
+                    port.as_ref()
+                }
+            };
+            if let Some(port) = port {
+                write!(f, ":{port}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The resolved proxy settings of the client.
 #[derive(Clone, Debug, Default)]
 pub struct ProxySettings {
@@ -391,6 +438,18 @@ mod tests {
         // v4 entries cover IPv4-mapped IPv6 literals, v6 entries never v4.
         assert!(bypass("10.0.0.0/8", "http://[::ffff:10.0.0.1]"));
         assert!(!bypass("::/0", "http://10.0.0.1"));
+    }
+
+    #[test]
+    fn the_list_shows_as_it_is_matched() {
+        let (parsed, _) =
+            NoProxy::parse("Example.com, .corp,10.0.0.0/8,[fd00::1]:443,192.0.2.1,bad entry");
+        assert_eq!(
+            parsed.to_string(),
+            "example.com,.corp,10.0.0.0/8,[fd00::1]:443,192.0.2.1"
+        );
+        assert_eq!(NoProxy::parse("*").0.to_string(), "*");
+        assert_eq!(NoProxy::default().to_string(), "(none)");
     }
 
     #[test]

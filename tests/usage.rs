@@ -87,3 +87,89 @@ async fn bad_duration_is_a_usage_error() {
 async fn unknown_flag_is_a_usage_error() {
     usage_error("unknown-flag", &["--no-such-flag"], false).await;
 }
+
+// config check ---------------------------------------------------------------
+
+/// `config check` with `run`'s flags on the scenario's host, its environment
+/// cleared of the settings' names.
+fn config_check(sc: &Scenario, extra: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(agent_bin());
+    cmd.args(["config", "check", "--root"])
+        .arg(&sc.root)
+        .arg("--config-dir")
+        .arg(&sc.config_dir)
+        .args(extra)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    cmd.output().expect("run config check")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_check_names_each_source_and_refuses_a_typo_the_agent_only_warns_about() {
+    let sc = Scenario::new("config-check");
+    sc.write_config("http://127.0.0.1:9", SecretForm::PullSecretJson, true);
+    std::fs::write(
+        sc.config_dir.join("reporter.conf"),
+        "SERVICE_TIMEOUT_MINUTES=30\nREPORTER_RETRY_ATTEMPTS=3\n",
+    )
+    .unwrap();
+    let out = config_check(&sc, &["--logs-type", "node_boot"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = |what: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(what))
+            .unwrap_or_else(|| panic!("no {what} line:\n{stdout}"))
+            .to_owned()
+    };
+    assert!(
+        line("logs type").contains("node_boot  (--logs-type)"),
+        "{stdout}"
+    );
+    assert!(
+        line("timeout").contains("30m") && line("timeout").contains("reporter.conf line 1"),
+        "{stdout}"
+    );
+    assert!(line("retry attempts").contains("3  ("), "{stdout}");
+    assert!(
+        line("host ID").contains(HOST_ID) && line("host ID").contains("host-id)"),
+        "{stdout}"
+    );
+    assert!(line("upload spread").contains("(the default)"), "{stdout}");
+    assert!(line("agent token").contains("never shown"), "{stdout}");
+    assert!(!stdout.contains(&sc.token), "the token printed:\n{stdout}");
+
+    // A typo in reporter.conf: `config check` exits 1 naming the line ...
+    std::fs::write(
+        sc.config_dir.join("reporter.conf"),
+        "SERVICE_TIMEOUT_MINUTE=30\n",
+    )
+    .unwrap();
+    let out = config_check(&sc, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("line 1: unknown key \"SERVICE_TIMEOUT_MINUTE\""),
+        "{stderr}"
+    );
+    // ... while the agent warns and reports on.
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    sc.write_config(&mock.base_url(), SecretForm::PullSecretJson, true);
+    let run = sc
+        .run_agent("typo in reporter.conf", &AgentOpts::default())
+        .await;
+    run.assert_code(0);
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.contains("unknown key \"SERVICE_TIMEOUT_MINUTE\"") && stderr.contains("ignored"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("stage set"), "{stderr}");
+    sc.final_checks(Some(&mock.base_url())).await;
+}

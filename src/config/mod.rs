@@ -9,6 +9,7 @@
 //! from a host they cannot log into.
 
 mod inputs;
+pub mod settings;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,23 +18,23 @@ use reqwest::Url;
 use uuid::Uuid;
 
 use crate::bounded_read::{Kind, ReadError};
-use crate::contract::{self, env, files, parse_credentials, ContractError, Credentials};
+use crate::contract::{
+    self, env, files, parse_credentials, ContractError, Credentials, ProxyEnv, Tunables,
+};
 use crate::proxy::{NoProxy, ProxySettings, ProxyUrl};
 use crate::retry::RetryPolicy;
 use crate::rootfs::under_root;
 
 pub use inputs::Flags;
-use inputs::{first_of, found, Found};
+use inputs::{found, Found};
+pub use settings::{service_url, DEFAULT_KUBELET_HEALTHZ_URL, MAX_DURATION};
+use settings::{setting, Key, Setting, MAX_SPREAD, SETTINGS};
 
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/assisted-boot-reporter";
 /// Where hosts installed with a private service CA already have it.
 pub const SERVICE_CA_PATH: &str = "/etc/assisted-service/service-ca-cert.crt";
-pub const DEFAULT_KUBELET_HEALTHZ_URL: &str = "http://127.0.0.1:10248/healthz";
-pub const DEFAULT_LOGS_TYPE: &str = "host_boot";
 pub const DEFAULT_UPLOAD_INTERVAL: Duration = Duration::from_secs(10 * 60);
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// Bound of the per-host delay of the first and the final bundle
 /// (`agent::spread::HerdSpread`; docs/design.md "No herd" says why a minute).
 pub const DEFAULT_UPLOAD_SPREAD: Duration = Duration::from_secs(60);
@@ -133,123 +134,99 @@ pub struct Config {
 
 impl Config {
     /// Resolves the configuration. `getenv` is the process environment in
-    /// production and a map in tests.
+    /// production and a map in tests. `reporter.conf` lines that mean
+    /// nothing are warnings (the agent must not stop reporting over a typo);
+    /// [`check`] makes them errors.
     pub fn resolve(
         args: &Flags,
         getenv: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let paths = Paths::resolve(args);
+        let dir = contract::Dir::new(&paths.config_dir);
+        let mut warnings = Vec::new();
+        let tunables = dir.tunables()?;
+        let conf = dir.display(files::TUNABLES);
+        for problem in tunables_problems(&tunables) {
+            warnings.push(format!("{conf}: {problem}; ignored"));
+        }
+        let proxy_file = dir.proxy_env(&mut warnings)?;
+        let layers = Layers {
+            flags: args,
+            getenv,
+            dir: &dir,
+            tunables: &tunables,
+            proxy_file: &proxy_file,
+        };
+        Self::from_layers(&paths, &layers, warnings)
+    }
+
+    fn from_layers(
+        paths: &Paths,
+        layers: &Layers<'_>,
+        mut warnings: Vec<String>,
     ) -> Result<Config, ConfigError> {
         let Paths {
             root,
             config_dir,
             state_dir,
-        } = Paths::resolve(args);
-        let dir = contract::Dir::new(&config_dir);
-        let tunables = dir.tunables()?;
-        let mut warnings = Vec::new();
-        let getenv = |name: &str| getenv(name).filter(|v| !v.trim().is_empty());
-
-        let service_url = first_of(
-            args.service_url.as_ref().map(|v| found(v, "--service-url")),
-            getenv(env::SERVICE_URL).map(|v| found(&v, env::SERVICE_URL)),
-            read(&dir, files::SERVICE_URL)?,
-            tunables
-                .service_url
-                .as_ref()
-                .map(|v| found(v, &dir.display(files::TUNABLES))),
-        )
-        .ok_or_else(|| ConfigError::Missing {
-            what: "assisted-service URL",
-            looked_in: vec![
-                "--service-url".into(),
-                env::SERVICE_URL.into(),
-                dir.display(files::SERVICE_URL),
-            ],
-        })?;
-        let service_url = parse_service_url(&service_url)?;
-
-        let infra_env_id = first_of(
-            args.infra_env_id
-                .as_ref()
-                .map(|v| found(v, "--infra-env-id")),
-            getenv(env::INFRA_ENV_ID).map(|v| found(&v, env::INFRA_ENV_ID)),
-            read(&dir, files::INFRA_ENV_ID)?,
-            tunables
-                .infra_env_id
-                .as_ref()
-                .map(|v| found(v, &dir.display(files::TUNABLES))),
-        )
-        .map(|f| parse_uuid("infra-env ID", &f))
-        .transpose()?;
-        let host_id = required_uuid(
-            "host ID",
-            args.host_id.as_deref(),
-            "--host-id",
-            &getenv,
-            env::HOST_ID,
-            &dir,
-            files::HOST_ID,
-            tunables.host_id.as_deref(),
-        )?;
-        let cluster_id = first_of(
-            args.cluster_id.as_ref().map(|v| found(v, "--cluster-id")),
-            getenv(env::CLUSTER_ID).map(|v| found(&v, env::CLUSTER_ID)),
-            read(&dir, files::CLUSTER_ID)?,
-            tunables
-                .cluster_id
-                .as_ref()
-                .map(|v| found(v, &dir.display(files::TUNABLES))),
-        )
-        .map(|f| parse_uuid("cluster ID", &f))
-        .transpose()?;
+        } = paths.clone();
+        let service_url = layers
+            .parsed(Key::ServiceUrl, service_url)?
+            .ok_or_else(|| layers.missing(&[Key::ServiceUrl]))?
+            .0;
+        let infra_env_id = layers.parsed(Key::InfraEnvId, parse_uuid)?.map(|v| v.0);
+        let host_id = layers
+            .parsed(Key::HostId, parse_uuid)?
+            .ok_or_else(|| layers.missing(&[Key::HostId]))?
+            .0;
+        let cluster_id = layers.parsed(Key::ClusterId, parse_uuid)?.map(|v| v.0);
         // The host list of the cluster names the infra-env (agent auth), so
         // either ID finds the host.
         if infra_env_id.is_none() && cluster_id.is_none() {
             return Err(ConfigError::Missing {
                 what: "infra-env ID (or a cluster ID to learn it from)",
-                looked_in: vec![
-                    "--infra-env-id".into(),
-                    env::INFRA_ENV_ID.into(),
-                    dir.display(files::INFRA_ENV_ID),
-                    "--cluster-id".into(),
-                    env::CLUSTER_ID.into(),
-                    dir.display(files::CLUSTER_ID),
-                ],
+                looked_in: layers.looked_in(&[Key::InfraEnvId, Key::ClusterId]),
             });
         }
 
-        let credentials = resolve_credentials(args, &getenv, &dir, &mut warnings)?;
-        let proxy = resolve_proxy(args, &getenv, &dir, &mut warnings)?;
+        let credentials =
+            resolve_credentials(layers.flags, layers.getenv, layers.dir, &mut warnings)?;
+        let proxy = layers.proxy(&mut warnings)?;
 
-        let upload_interval = resolve_duration(
-            "upload interval",
-            args.upload_interval,
-            getenv(env::UPLOAD_MINUTES).map(|v| found(&v, env::UPLOAD_MINUTES)),
-            tunables
-                .upload_minutes
-                .as_ref()
-                .map(|v| found(v, &dir.display(files::TUNABLES))),
-            DEFAULT_UPLOAD_INTERVAL,
-        )?;
-        let timeout = resolve_duration(
-            "timeout",
-            args.timeout,
-            getenv(env::TIMEOUT_MINUTES).map(|v| found(&v, env::TIMEOUT_MINUTES)),
-            tunables
-                .timeout_minutes
-                .as_ref()
-                .map(|v| found(v, &dir.display(files::TUNABLES))),
-            DEFAULT_TIMEOUT,
-        )?;
-        let upload_spread = resolve_spread(
-            args.upload_spread,
-            getenv(env::UPLOAD_SPREAD_SECONDS).map(|v| found(&v, env::UPLOAD_SPREAD_SECONDS)),
-            tunables
-                .upload_spread_seconds
-                .as_ref()
-                .map(|v| found(v, &dir.display(files::TUNABLES))),
-        )?;
+        let within = |max: Duration, words: &'static str| {
+            move |value: &str| {
+                let parsed = (if max == MAX_SPREAD {
+                    settings::parse_seconds
+                } else {
+                    settings::parse_minutes
+                })(value)?;
+                if parsed > max {
+                    return Err(format!(
+                        "{} is longer than {words}",
+                        humantime::format_duration(parsed)
+                    ));
+                }
+                Ok(parsed)
+            }
+        };
+        let upload_interval =
+            layers.required(Key::UploadInterval, within(MAX_DURATION, "a year"))?;
+        let timeout = layers.required(Key::Timeout, within(MAX_DURATION, "a year"))?;
+        for (key, value) in [
+            (Key::UploadInterval, upload_interval),
+            (Key::Timeout, timeout),
+        ] {
+            if value.is_zero() {
+                return Err(ConfigError::Invalid {
+                    what: setting(key).what,
+                    source_name: layers.source_of(key),
+                    reason: "must be greater than zero".into(),
+                });
+            }
+        }
+        let upload_spread = layers.required(Key::UploadSpread, within(MAX_SPREAD, "a day"))?;
 
-        let ca_cert = match &args.cacert {
+        let ca_cert = match &layers.flags.cacert {
             Some(path) => {
                 if !path.is_file() {
                     return Err(ConfigError::Invalid {
@@ -268,46 +245,17 @@ impl Config {
             .find(|p| p.is_file()),
         };
 
-        let kubelet_healthz_url = args
-            .kubelet_healthz_url
-            .as_deref()
-            .unwrap_or(DEFAULT_KUBELET_HEALTHZ_URL);
-        let kubelet_healthz_url =
-            Url::parse(kubelet_healthz_url).map_err(|err| ConfigError::Invalid {
-                what: "kubelet healthz URL",
-                source_name: "--kubelet-healthz-url".into(),
-                reason: err.to_string(),
-            })?;
-
-        let logs_type = args
-            .logs_type
-            .clone()
-            .unwrap_or_else(|| DEFAULT_LOGS_TYPE.to_owned());
-        if logs_type.is_empty()
-            || !logs_type
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(ConfigError::Invalid {
-                what: "logs type",
-                source_name: "--logs-type".into(),
-                reason: format!("{logs_type:?} is not a plain identifier"),
-            });
-        }
-
-        let defaults = RetryPolicy::default();
+        let kubelet_healthz_url = layers.required(Key::KubeletHealthzUrl, |v| {
+            Url::parse(v).map_err(|err| err.to_string())
+        })?;
+        let logs_type = layers.required(Key::LogsType, |v| {
+            settings::check_identifier(v).map(|()| v.to_owned())
+        })?;
         let retry = RetryPolicy {
-            attempts: args.retry_attempts.unwrap_or(defaults.attempts).max(1),
-            initial_delay: args.retry_initial_delay.unwrap_or(defaults.initial_delay),
-            max_delay: args.retry_max_delay.unwrap_or(defaults.max_delay),
+            attempts: layers.required(Key::RetryAttempts, settings::parse_count)?,
+            initial_delay: layers.required(Key::RetryInitialDelay, settings::parse_duration)?,
+            max_delay: layers.required(Key::RetryMaxDelay, settings::parse_duration)?,
         };
-        if upload_interval.is_zero() || timeout.is_zero() {
-            return Err(ConfigError::Invalid {
-                what: "duration",
-                source_name: "--upload-interval/--timeout".into(),
-                reason: "must be greater than zero".into(),
-            });
-        }
 
         Ok(Config {
             root,
@@ -322,11 +270,11 @@ impl Config {
             timeout,
             upload_spread,
             ca_cert,
-            insecure: args.insecure,
+            insecure: layers.flags.insecure,
             kubelet_healthz_url,
             logs_type,
-            command_timeout: args.command_timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT),
-            request_timeout: args.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            command_timeout: layers.required(Key::CommandTimeout, settings::parse_duration)?,
+            request_timeout: layers.required(Key::RequestTimeout, settings::parse_duration)?,
             retry,
             proxy,
             warnings,
@@ -339,165 +287,223 @@ impl Config {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn required_uuid(
-    what: &'static str,
-    flag_value: Option<&str>,
-    flag: &str,
+/// Each setting as resolved, with where its value came from: what
+/// `config check` prints.
+pub struct Checked {
+    pub config: Config,
+    pub sources: Vec<(&'static Setting, String)>,
+}
+
+/// Resolves as the agent would, but strictly: a `reporter.conf` line that
+/// means nothing is an error, not a warning.
+pub fn check(
+    args: &Flags,
     getenv: &dyn Fn(&str) -> Option<String>,
-    env_name: &str,
-    dir: &contract::Dir,
-    file: &str,
-    tunable: Option<&str>,
-) -> Result<Uuid, ConfigError> {
-    let value = first_of(
-        flag_value.map(|v| found(v, flag)),
-        getenv(env_name).map(|v| found(&v, env_name)),
-        read(dir, file)?,
-        tunable.map(|v| found(v, &dir.display(files::TUNABLES))),
-    )
-    .ok_or_else(|| ConfigError::Missing {
-        what,
-        looked_in: vec![flag.into(), env_name.into(), dir.display(file)],
-    })?;
-    parse_uuid(what, &value)
-}
-
-/// A value of the contract directory, with its path as its source.
-fn read(dir: &contract::Dir, file: &str) -> Result<Option<Found>, ConfigError> {
-    Ok(dir
-        .read(file)?
-        .map(|value| found(&value, &dir.display(file))))
-}
-
-fn parse_uuid(what: &'static str, found: &Found) -> Result<Uuid, ConfigError> {
-    Uuid::parse_str(&found.value).map_err(|err| ConfigError::Invalid {
-        what,
-        source_name: found.from.clone(),
-        reason: format!("{:?} is not a UUID: {err}", truncate(&found.value, 64)),
-    })
-}
-
-fn parse_service_url(found: &Found) -> Result<Url, ConfigError> {
-    service_url(&found.value).map_err(|reason| ConfigError::Invalid {
-        what: "assisted-service URL",
-        source_name: found.from.clone(),
-        reason,
-    })
-}
-
-/// The service URL as the client uses it, or why it is unusable: one check
-/// for the agent's configuration and for `ignition`'s `--service-url`.
-pub fn service_url(value: &str) -> Result<Url, String> {
-    let mut url = Url::parse(value).map_err(|err| format!("{err}"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("scheme {:?} is not http or https", url.scheme()));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        // Credentials in the URL would end up in every log line that names it.
-        return Err("the URL must not carry credentials".into());
-    }
-    // Accept both "https://svc" and "https://svc/api/assisted-install"; the
-    // client appends the API path itself.
-    let path = url.path().trim_end_matches('/').to_owned();
-    let path = path
-        .strip_suffix("/api/assisted-install")
-        .unwrap_or(&path)
-        .to_owned();
-    url.set_path(&path);
-    url.set_query(None);
-    url.set_fragment(None);
-    Ok(url)
-}
-
-/// A budget or an interval longer than this is a typo, not a wish; far
-/// longer ones would overflow the clock the agent schedules with.
-const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 60 * 60);
-
-fn resolve_duration(
-    what: &'static str,
-    flag: Option<Duration>,
-    from_env: Option<Found>,
-    from_file: Option<Found>,
-    default: Duration,
-) -> Result<Duration, ConfigError> {
-    let (value, source_name) = match (flag, from_env.or(from_file)) {
-        (Some(value), _) => (value, format!("--{}", what.replace(' ', "-"))),
-        (None, Some(found)) => {
-            let value = parse_minutes(&found.value).map_err(|reason| ConfigError::Invalid {
-                what,
-                source_name: found.from.clone(),
-                reason,
-            })?;
-            (value, found.from)
-        }
-        (None, None) => return Ok(default),
-    };
-    if value > MAX_DURATION {
+) -> Result<Checked, ConfigError> {
+    let paths = Paths::resolve(args);
+    let dir = contract::Dir::new(&paths.config_dir);
+    let tunables = dir.tunables()?;
+    if let Some(problem) = tunables_problems(&tunables).into_iter().next() {
         return Err(ConfigError::Invalid {
-            what,
-            source_name,
-            reason: format!(
-                "{} is longer than a year",
-                humantime::format_duration(value)
-            ),
+            what: "tunables file",
+            source_name: dir.display(files::TUNABLES),
+            reason: problem,
         });
     }
-    Ok(value)
-}
-
-/// The spread is zero or more (zero: no delay), in whole seconds or a
-/// duration; above a day it is a typo, not a wish.
-fn resolve_spread(
-    flag: Option<Duration>,
-    from_env: Option<Found>,
-    from_file: Option<Found>,
-) -> Result<Duration, ConfigError> {
-    const MAX_SPREAD: Duration = Duration::from_secs(24 * 60 * 60);
-    let (spread, source_name) = match (flag, from_env.or(from_file)) {
-        (Some(value), _) => (value, "--upload-spread".to_owned()),
-        (None, Some(found)) => {
-            let spread = parse_seconds(&found.value).map_err(|reason| ConfigError::Invalid {
-                what: "upload spread",
-                source_name: found.from.clone(),
-                reason,
-            })?;
-            (spread, found.from)
-        }
-        (None, None) => return Ok(DEFAULT_UPLOAD_SPREAD),
+    let mut warnings = Vec::new();
+    let proxy_file = dir.proxy_env(&mut warnings)?;
+    let layers = Layers {
+        flags: args,
+        getenv,
+        dir: &dir,
+        tunables: &tunables,
+        proxy_file: &proxy_file,
     };
-    if spread > MAX_SPREAD {
-        return Err(ConfigError::Invalid {
-            what: "upload spread",
-            source_name,
-            reason: format!(
-                "{} is longer than a day",
-                humantime::format_duration(spread)
-            ),
-        });
-    }
-    Ok(spread)
+    let config = Config::from_layers(&paths, &layers, warnings)?;
+    let sources = SETTINGS
+        .iter()
+        .map(|s| (s, layers.source_of(s.key)))
+        .collect();
+    Ok(Checked { config, sources })
 }
 
-fn parse_seconds(value: &str) -> Result<Duration, String> {
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Ok(Duration::from_secs(seconds));
+/// What in `reporter.conf` means nothing: lines that are no `KEY=VALUE`,
+/// and keys no setting has.
+fn tunables_problems(tunables: &Tunables) -> Vec<String> {
+    let mut problems = tunables.problems.clone();
+    for entry in &tunables.entries {
+        if settings::by_env_name(&entry.key).is_none() {
+            problems.push(format!(
+                "line {}: unknown key {:?} (known: {})",
+                entry.line,
+                entry.key,
+                SETTINGS
+                    .iter()
+                    .map(|s| s.env[0])
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
     }
-    humantime::parse_duration(value)
-        .map_err(|err| format!("{value:?} is neither whole seconds nor a duration like 90s: {err}"))
+    problems
 }
 
-/// The upstream variables count whole minutes; a unit suffix ("90s") is
-/// accepted too so tests and impatient admins can go below a minute.
-fn parse_minutes(value: &str) -> Result<Duration, String> {
-    if let Ok(minutes) = value.parse::<u64>() {
-        return minutes
-            .checked_mul(60)
-            .map(Duration::from_secs)
-            .ok_or_else(|| format!("{value} minutes is too long"));
+/// The layers every setting is looked up in, in precedence order: flag,
+/// environment, contract file, `reporter.conf`; then the default.
+struct Layers<'a> {
+    flags: &'a Flags,
+    getenv: &'a dyn Fn(&str) -> Option<String>,
+    dir: &'a contract::Dir,
+    tunables: &'a Tunables,
+    proxy_file: &'a ProxyEnv,
+}
+
+impl Layers<'_> {
+    /// The first layer that sets `key` to something (an empty value sets
+    /// nothing, in every layer), and its name.
+    fn find(&self, key: Key) -> Result<Option<Found>, ConfigError> {
+        let s = setting(key);
+        let set = |v: &str| !v.trim().is_empty();
+        if let Some(v) = self.flags.settings.get(&key).filter(|v| set(v)) {
+            return Ok(Some(found(v, &format!("--{}", s.flag))));
+        }
+        for name in s.env {
+            if let Some(v) = (self.getenv)(name).filter(|v| set(v)) {
+                return Ok(Some(found(&v, name)));
+            }
+        }
+        match s.file {
+            Some(files::PROXY) => {
+                let value = match key {
+                    Key::HttpProxy => &self.proxy_file.http,
+                    Key::HttpsProxy => &self.proxy_file.https,
+                    _ => &self.proxy_file.no_proxy,
+                };
+                if let Some(v) = value.as_deref().filter(|v| set(v)) {
+                    return Ok(Some(found(v, &self.dir.display(files::PROXY))));
+                }
+            }
+            Some(file) => {
+                if let Some(v) = self.dir.read(file)? {
+                    return Ok(Some(found(&v, &self.dir.display(file))));
+                }
+            }
+            None => {}
+        }
+        for name in s.env {
+            if let Some(entry) = self.tunables.get(name).filter(|e| set(&e.value)) {
+                return Ok(Some(found(
+                    &entry.value,
+                    &format!("{} line {}", self.dir.display(files::TUNABLES), entry.line),
+                )));
+            }
+        }
+        Ok(None)
     }
-    humantime::parse_duration(value)
-        .map_err(|err| format!("{value:?} is neither whole minutes nor a duration like 10m: {err}"))
+
+    /// `key`'s value parsed, with its source; `None` when no layer sets it
+    /// and it has no default.
+    fn parsed<T>(
+        &self,
+        key: Key,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Option<(T, String)>, ConfigError> {
+        let s = setting(key);
+        let Some(found) = self.find(key)?.or_else(|| {
+            s.default.map(|d| Found {
+                value: d.to_owned(),
+                from: "the default".to_owned(),
+            })
+        }) else {
+            return Ok(None);
+        };
+        parse(&found.value)
+            .map(|value| Some((value, found.from.clone())))
+            .map_err(|reason| ConfigError::Invalid {
+                what: s.what,
+                source_name: found.from,
+                reason,
+            })
+    }
+
+    /// A setting with a default.
+    fn required<T>(
+        &self,
+        key: Key,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<T, ConfigError> {
+        Ok(self
+            .parsed(key, parse)?
+            .expect("a setting with a default")
+            .0)
+    }
+
+    /// Where `key`'s value comes from, for messages.
+    fn source_of(&self, key: Key) -> String {
+        match self.find(key) {
+            Ok(Some(found)) => found.from,
+            Ok(None) if setting(key).default.is_some() => "the default".into(),
+            Ok(None) => "nowhere".into(),
+            Err(err) => err.to_string(),
+        }
+    }
+
+    /// Every place `keys` were looked for.
+    fn looked_in(&self, keys: &[Key]) -> Vec<String> {
+        let mut places = Vec::new();
+        for &key in keys {
+            let s = setting(key);
+            places.push(format!("--{}", s.flag));
+            places.extend(s.env.iter().map(|n| (*n).to_owned()));
+            if let Some(file) = s.file {
+                places.push(self.dir.display(file));
+            }
+        }
+        places.push(self.dir.display(files::TUNABLES));
+        places
+    }
+
+    fn missing(&self, keys: &[Key]) -> ConfigError {
+        ConfigError::Missing {
+            what: setting(keys[0]).what,
+            looked_in: self.looked_in(keys),
+        }
+    }
+
+    /// The proxy settings. A NO_PROXY entry of no known shape is skipped
+    /// with a warning, as Go skips it; a proxy URL that cannot be used is an
+    /// error that names its source but never quotes it (it may hold a
+    /// password).
+    fn proxy(&self, warnings: &mut Vec<String>) -> Result<ProxySettings, ConfigError> {
+        let http = self
+            .parsed(Key::HttpProxy, |v| ProxyUrl::parse(v, false))?
+            .map(|v| v.0);
+        let https = self
+            .parsed(Key::HttpsProxy, |v| ProxyUrl::parse(v, true))?
+            .map(|v| v.0);
+        let no_proxy = match self.find(Key::NoProxy)? {
+            Some(f) => {
+                let (parsed, ignored) = NoProxy::parse(&f.value);
+                if !ignored.is_empty() {
+                    warnings.push(format!(
+                        "NO_PROXY from {}: ignoring {:?}: neither a host name, domain, IP address nor CIDR",
+                        f.from, ignored
+                    ));
+                }
+                parsed
+            }
+            None => NoProxy::default(),
+        };
+        Ok(ProxySettings {
+            http,
+            https,
+            no_proxy,
+        })
+    }
+}
+
+fn parse_uuid(value: &str) -> Result<Uuid, String> {
+    Uuid::parse_str(value).map_err(|err| format!("{:?} is not a UUID: {err}", truncate(value, 64)))
 }
 
 fn truncate(value: &str, max: usize) -> &str {
@@ -544,80 +550,6 @@ fn resolve_credentials(
             source_name: from,
             reason,
         })
-}
-
-/// The proxy settings, each of the three by flags > environment >
-/// `proxy.env` > none. A NO_PROXY entry of no known shape is skipped with a
-/// warning, as Go skips it; a proxy URL that cannot be used is an error that
-/// names its source but never quotes it (it may hold a password).
-fn resolve_proxy(
-    args: &Flags,
-    getenv: &dyn Fn(&str) -> Option<String>,
-    dir: &contract::Dir,
-    warnings: &mut Vec<String>,
-) -> Result<ProxySettings, ConfigError> {
-    let path = dir.path(files::PROXY);
-    let file = dir.proxy_env(warnings)?;
-    let pick = |flag: &Option<String>, flag_name: &str, names: [&str; 2], file: &Option<String>| {
-        let from_env = names
-            .iter()
-            .find_map(|name| getenv(name).map(|v| found(&v, name)));
-        first_of(
-            flag.as_ref().map(|v| found(v, flag_name)),
-            from_env,
-            file.as_ref().map(|v| found(v, &path.display().to_string())),
-            None,
-        )
-    };
-    let proxy_url = |what: &'static str, value: Option<Found>, allow_https: bool| {
-        value
-            .map(|f| {
-                ProxyUrl::parse(&f.value, allow_https).map_err(|reason| ConfigError::Invalid {
-                    what,
-                    source_name: f.from,
-                    reason,
-                })
-            })
-            .transpose()
-    };
-    let http = proxy_url(
-        "HTTP proxy",
-        pick(
-            &args.http_proxy,
-            "--http-proxy",
-            env::HTTP_PROXY,
-            &file.http,
-        ),
-        false,
-    )?;
-    let https = proxy_url(
-        "HTTPS proxy",
-        pick(
-            &args.https_proxy,
-            "--https-proxy",
-            env::HTTPS_PROXY,
-            &file.https,
-        ),
-        true,
-    )?;
-    let no_proxy = match pick(&args.no_proxy, "--no-proxy", env::NO_PROXY, &file.no_proxy) {
-        Some(f) => {
-            let (parsed, ignored) = NoProxy::parse(&f.value);
-            if !ignored.is_empty() {
-                warnings.push(format!(
-                    "NO_PROXY from {}: ignoring {:?}: neither a host name, domain, IP address nor CIDR",
-                    f.from, ignored
-                ));
-            }
-            parsed
-        }
-        None => NoProxy::default(),
-    };
-    Ok(ProxySettings {
-        http,
-        https,
-        no_proxy,
-    })
 }
 
 #[cfg(test)]
@@ -698,8 +630,11 @@ mod tests {
             (env::TIMEOUT_MINUTES, "90s"),
         ]);
         let mut run = args(dir.path());
-        run.service_url = Some("https://flag.example/api/assisted-install/".into());
-        run.upload_interval = Some(Duration::from_secs(7));
+        run.set(
+            Key::ServiceUrl,
+            "https://flag.example/api/assisted-install/",
+        );
+        run.set(Key::UploadInterval, "7s");
         let config = Config::resolve(&run, &env).unwrap();
         assert_eq!(config.service_url.as_str(), "https://flag.example/");
         assert_eq!(
@@ -713,7 +648,7 @@ mod tests {
     }
 
     #[test]
-    fn tunables_file_sits_below_environment_and_rejects_unknown_keys() {
+    fn tunables_file_sits_below_environment_and_a_typo_warns_the_agent_and_fails_check() {
         let dir = contract_dir();
         write(
             dir.path(),
@@ -726,11 +661,61 @@ mod tests {
         assert_eq!(config.upload_interval, Duration::from_secs(300));
         assert_eq!(config.timeout, Duration::from_secs(45 * 60));
 
-        write(dir.path(), files::TUNABLES, "LOG_SEND_FREQUENCY=5\n", 0o644);
-        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
-            .unwrap_err()
+        // Every setting has a reporter.conf key, not only the upstream ones.
+        write(
+            dir.path(),
+            files::TUNABLES,
+            "REPORTER_LOGS_TYPE=node_boot\nREPORTER_RETRY_ATTEMPTS=2\n",
+            0o644,
+        );
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert_eq!(config.logs_type, "node_boot");
+        assert_eq!(config.retry.attempts, 2);
+        let mut run = args(dir.path());
+        run.set(Key::LogsType, "flag_type");
+        let checked = check(&run, &env_of(&[])).unwrap();
+        let source = |key| {
+            checked
+                .sources
+                .iter()
+                .find(|(s, _)| s.key == key)
+                .unwrap()
+                .1
+                .clone()
+        };
+        assert_eq!(source(Key::LogsType), "--logs-type");
+        assert!(source(Key::RetryAttempts).ends_with("reporter.conf line 2"));
+        assert_eq!(source(Key::Timeout), "the default");
+        assert!(source(Key::HostId).ends_with("host-id"));
+
+        // A typo: the agent warns and goes on; `config check` refuses.
+        write(
+            dir.path(),
+            files::TUNABLES,
+            "LOG_SEND_FREQUENCY=5\nnot a line\n",
+            0o644,
+        );
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert_eq!(config.upload_interval, DEFAULT_UPLOAD_INTERVAL);
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
+        assert!(
+            config.warnings[0].contains("line 2: expected KEY=VALUE"),
+            "{:?}",
+            config.warnings
+        );
+        assert!(
+            config.warnings[1].contains("line 1: unknown key \"LOG_SEND_FREQUENCY\""),
+            "{:?}",
+            config.warnings
+        );
+        let err = check(&args(dir.path()), &env_of(&[]))
+            .err()
+            .expect("check refuses a typo")
             .to_string();
-        assert!(err.contains("unknown field `LOG_SEND_FREQUENCY`"), "{err}");
+        assert!(
+            err.contains("reporter.conf") && err.contains("line 2"),
+            "{err}"
+        );
 
         write(
             dir.path(),
@@ -877,11 +862,11 @@ mod tests {
         );
 
         let mut run = args(dir.path());
-        run.https_proxy = Some("http://flag-proxy:8080".into());
-        run.no_proxy = Some("*".into());
+        run.set(Key::HttpsProxy, "http://flag-proxy:8080");
+        run.set(Key::NoProxy, "*");
         let config = Config::resolve(&run, &env).unwrap();
         assert_eq!(via(&config, "https://other.example"), None);
-        run.no_proxy = Some(String::new());
+        run.set(Key::NoProxy, "");
         let config = Config::resolve(&run, &env).unwrap();
         assert_eq!(
             via(&config, "https://other.example").as_deref(),
@@ -966,7 +951,7 @@ mod tests {
             "env beats file"
         );
         let mut run = args(dir.path());
-        run.upload_spread = Some(Duration::ZERO);
+        run.set(Key::UploadSpread, "0");
         let config = Config::resolve(&run, &env).unwrap();
         assert_eq!(
             config.upload_spread,
@@ -984,7 +969,7 @@ mod tests {
             err.contains("upload spread") && err.contains("LOG_SEND_SPREAD_SECONDS"),
             "{err}"
         );
-        run.upload_spread = Some(Duration::from_secs(2 * 24 * 3600));
+        run.set(Key::UploadSpread, "2days");
         let err = Config::resolve(&run, &env).unwrap_err().to_string();
         assert!(
             err.contains("--upload-spread") && err.contains("longer than a day"),
@@ -1010,14 +995,43 @@ mod tests {
         );
         assert!(err.contains("longer than a year"), "{err}");
         let mut run = args(dir.path());
-        run.upload_interval = Some(Duration::from_secs(400 * 24 * 3600));
-        run.timeout = Some(Duration::from_secs(3600));
+        run.set(Key::UploadInterval, "400days");
+        run.set(Key::Timeout, "1h");
         let err = Config::resolve(&run, &env_of(&[])).unwrap_err().to_string();
         assert!(err.contains("--upload-interval"), "{err}");
     }
 
     #[test]
+    fn the_tables_defaults_are_the_documented_constants() {
+        let dir = contract_dir();
+        let config = Config::resolve(&args(dir.path()), &env_of(&[])).unwrap();
+        assert_eq!(config.upload_interval, DEFAULT_UPLOAD_INTERVAL);
+        assert_eq!(config.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(config.upload_spread, DEFAULT_UPLOAD_SPREAD);
+        assert_eq!(
+            config.kubelet_healthz_url.as_str(),
+            DEFAULT_KUBELET_HEALTHZ_URL
+        );
+        assert_eq!(config.retry, RetryPolicy::default());
+    }
+
+    #[test]
+    fn an_empty_flag_or_variable_sets_nothing() {
+        let dir = contract_dir();
+        let mut run = args(dir.path());
+        run.set(Key::HostId, " ");
+        let config = Config::resolve(
+            &run,
+            &env_of(&[(env::HOST_ID, ""), (env::TIMEOUT_MINUTES, "")]),
+        )
+        .unwrap();
+        assert_eq!(config.host_id.to_string(), HOST);
+        assert_eq!(config.timeout, DEFAULT_TIMEOUT);
+    }
+
+    #[test]
     fn minutes_or_durations() {
+        use settings::parse_minutes;
         assert_eq!(parse_minutes("10").unwrap(), Duration::from_secs(600));
         assert_eq!(parse_minutes("2s").unwrap(), Duration::from_secs(2));
         assert!(parse_minutes("soon").is_err());

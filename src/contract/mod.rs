@@ -231,7 +231,7 @@ mod tests {
             contract.read(files::HOST_ID).unwrap().as_deref(),
             Some("abc")
         );
-        assert!(contract.tunables().unwrap().service_url.is_none());
+        assert!(contract.tunables().unwrap().entries.is_empty());
         assert_eq!(
             Dir::at(Path::new("/sysroot"), None).root(),
             Path::new("/sysroot/etc/assisted-boot-reporter")

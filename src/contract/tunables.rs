@@ -1,51 +1,59 @@
 //! `reporter.conf`: optional settings with the same names as the upstream
 //! unit's environment, `KEY=VALUE` per line, so a unit's `EnvironmentFile=`
-//! and this file are interchangeable. Unknown keys are errors; the token
-//! never belongs here.
-
-use serde::Deserialize;
+//! and this file are interchangeable. The token never belongs here.
 
 use super::layout::{env, files};
 
-/// Tunables file: the same names as the environment, `KEY=VALUE` per line, so a
-/// unit's `EnvironmentFile=` and this file are interchangeable.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The `KEY=VALUE` lines of `reporter.conf`, in order. Which keys mean
+/// something is `config`'s (its settings table): an unknown key is a
+/// warning for the agent and an error for `config check`.
+#[derive(Debug, Default)]
 pub struct Tunables {
-    #[serde(rename = "ASSISTED_SERVICE_URL")]
-    pub service_url: Option<String>,
-    #[serde(rename = "CLUSTER_ID")]
-    pub cluster_id: Option<String>,
-    #[serde(rename = "HOST_ID")]
-    pub host_id: Option<String>,
-    #[serde(rename = "INFRA_ENV_ID")]
-    pub infra_env_id: Option<String>,
-    #[serde(rename = "LOG_SEND_FREQUENCY_IN_MINUTES")]
-    pub upload_minutes: Option<String>,
-    #[serde(rename = "SERVICE_TIMEOUT_MINUTES")]
-    pub timeout_minutes: Option<String>,
-    #[serde(rename = "LOG_SEND_SPREAD_SECONDS")]
-    pub upload_spread_seconds: Option<String>,
+    pub entries: Vec<Entry>,
+    /// Lines that are no `KEY=VALUE`, skipped; they quote no value.
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct Entry {
+    pub key: String,
+    pub value: String,
+    /// 1-based, for messages.
+    pub line: usize,
+}
+
+impl Tunables {
+    /// The value of `key`; the last line that sets it wins, as in a unit's
+    /// `EnvironmentFile=`.
+    pub fn get(&self, key: &str) -> Option<&Entry> {
+        self.entries.iter().rev().find(|e| e.key == key)
+    }
 }
 
 /// Checks a `reporter.conf` text as the reporter would read it (the fuzz
 /// target's way in).
 pub fn check_tunables(text: &str) -> Result<(), String> {
-    parse(text).map(drop)
+    match parse(text)?.problems.into_iter().next() {
+        Some(problem) => Err(problem),
+        None => Ok(()),
+    }
 }
 
 pub fn parse(text: &str) -> Result<Tunables, String> {
-    let mut map = serde_json::Map::new();
+    let mut tunables = Tunables::default();
     for (number, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (key, value) = line
-            .split_once('=')
-            .ok_or_else(|| format!("line {}: expected KEY=VALUE", number + 1))?;
-        let value = value.trim().trim_matches('"');
-        if key.trim() == env::TOKEN {
+        let Some((key, value)) = line.split_once('=') else {
+            tunables
+                .problems
+                .push(format!("line {}: expected KEY=VALUE", number + 1));
+            continue;
+        };
+        let key = key.trim();
+        if key == env::TOKEN {
             return Err(format!(
                 "line {}: {} does not belong here; put the secret in the 0600 file {}",
                 number + 1,
@@ -53,10 +61,18 @@ pub fn parse(text: &str) -> Result<Tunables, String> {
                 files::PULL_SECRET
             ));
         }
-        map.insert(
-            key.trim().to_owned(),
-            serde_json::Value::String(value.to_owned()),
-        );
+        if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            tunables.problems.push(format!(
+                "line {}: a key is letters, digits and _",
+                number + 1
+            ));
+            continue;
+        }
+        tunables.entries.push(Entry {
+            key: key.to_owned(),
+            value: value.trim().trim_matches('"').to_owned(),
+            line: number + 1,
+        });
     }
-    serde_json::from_value(serde_json::Value::Object(map)).map_err(|err| err.to_string())
+    Ok(tunables)
 }

@@ -2,14 +2,11 @@
 //! exit code on a runtime failure.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 /// Exit code of `collect` and `inspect` when they fail at run time.
 pub const EXIT_TOOL_FAILURE: ExitCode = ExitCode::FAILURE;
 
-pub fn parse_duration(value: &str) -> Result<Duration, String> {
-    humantime::parse_duration(value).map_err(|err| format!("{err} (expected e.g. 10m, 90s, 1h)"))
-}
+pub use crate::config::settings::parse_duration;
 
 /// `200MiB`, `64M`, `1GiB`, `4096`, `10k`: binary units, case-insensitive.
 pub fn parse_size(value: &str) -> Result<u64, String> {

@@ -5,15 +5,21 @@
 //! services' timeline with durations and failures, and the redaction counts
 //! ([`inspect`]).
 //!
+//! `config check` resolves the configuration `run` would use, strictly,
+//! and prints every setting with where its value came from
+//! ([`config_check`]).
+//!
 //! Unlike `run`, these are interactive tools: a runtime failure prints the
 //! error chain and exits 1 (usage errors exit 2, from clap).
 
 pub mod args;
 pub mod collect;
+pub mod config_check;
 pub mod inspect;
 
 pub use args::{parse_size, EXIT_TOOL_FAILURE};
 pub use collect::{collect, collect_command, peak_rss_kib, CollectArgs};
+pub use config_check::config_check_command;
 pub use inspect::{
     inspect, inspect_command, inspect_from, printable, InspectArgs, INSPECT_JSON_VERSION,
     MAX_MEMBERS,
