@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -67,18 +66,26 @@ pub enum ConfigCommand {
     Check(RunArgs),
 }
 
-/// Runs the parsed command line. `Err` only when `run` cannot even start
-/// (the caller logs it and exits like a runtime failure).
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// How a command failed: what `main` decides the exit code from.
+#[derive(Debug)]
+pub enum Failure {
+    /// The boot-time agent could not even start (it logs every later
+    /// problem itself). Never fails the boot.
+    Agent(anyhow::Error),
+    /// An interactive tool (`ignition`, `collect`, `inspect`, `config
+    /// check`) failed: its caller must see it.
+    Tool(anyhow::Error),
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Run(args) => crate::agent::run(args.into()),
-        // An admin tool, not the boot-time agent: its failures exit non-zero.
-        Command::Ignition(args) => Ok(crate::ignition::run(&args)),
-        // Interactive tools too: their failures exit 1 (`offline::EXIT_TOOL_FAILURE`).
-        Command::Collect(args) => Ok(crate::offline::collect_command(&args)),
-        Command::Inspect(args) => Ok(crate::offline::inspect_command(&args)),
+        Command::Run(args) => crate::agent::run(args.into()).map_err(Failure::Agent),
+        Command::Ignition(args) => crate::ignition::run(&args).map_err(Failure::Tool),
+        Command::Collect(args) => crate::offline::collect_command(&args).map_err(Failure::Tool),
+        Command::Inspect(args) => crate::offline::inspect_command(&args).map_err(Failure::Tool),
         Command::Config(ConfigCommand::Check(args)) => {
-            Ok(crate::offline::config_check_command(&args.into()))
+            crate::offline::config_check_command(&args.into()).map_err(Failure::Tool)
         }
     }
 }

@@ -20,7 +20,6 @@ use std::fs::{self, OpenOptions};
 use std::io::{IsTerminal, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{bail, ensure, Context};
 use clap::{Args, ValueEnum};
@@ -175,19 +174,9 @@ impl Spec {
     }
 }
 
-/// The subcommand. Unlike `run`, a failure here is the caller's to see: it
-/// exits 1 with the reason on stderr, and writes nothing.
-pub fn run(args: &IgnitionArgs) -> ExitCode {
-    match generate_and_write(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn generate_and_write(args: &IgnitionArgs) -> anyhow::Result<()> {
+/// The subcommand. Unlike `run`, a failure here is the caller's to see
+/// (`main` exits 1 with the reason on stderr), and nothing is written.
+pub fn run(args: &IgnitionArgs) -> anyhow::Result<()> {
     // Checked before any input is read: a secret must never be read only
     // to be printed on a terminal.
     if args.output.is_none() && std::io::stdout().is_terminal() {

@@ -21,7 +21,6 @@
 //! per-host delays that keep hosts installed together apart.
 
 use std::collections::HashMap;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -40,20 +39,16 @@ mod progress;
 mod reporter;
 mod spread;
 
-/// Runtime failures end the process successfully: a failing reporter must
-/// never mark anything on the host as failed.
-pub const EXIT_RUNTIME_FAILURE: ExitCode = ExitCode::SUCCESS;
-
 /// A stop signal ends the process within this: children are killed at once,
 /// then the spent budget is checkpointed and the exit waits for blocking
 /// threads (`finish::EXIT_WAIT`, 2 s) at most; the rest is slack for the
 /// checkpoint's fsync.
 pub const STOP_BOUND: Duration = Duration::from_secs(3);
 
-/// `run`: reports the boot and ships bundles until the job is over. Never
-/// fails the boot: every problem is logged and the process exits 0 (the
-/// unit's `Restart=` then has nothing to retry in a loop).
-pub fn run(flags: Flags) -> anyhow::Result<ExitCode> {
+/// `run`: reports the boot and ships bundles until the job is over. Every
+/// problem on the way is logged; `Err` only when it cannot even start
+/// (`main` then exits 0 all the same: the boot is never failed).
+pub fn run(flags: Flags) -> anyhow::Result<()> {
     // First, while the process has a single thread (removing variables is
     // only sound then), and on every path.
     let env = scrub_environment();
@@ -63,7 +58,7 @@ pub fn run(flags: Flags) -> anyhow::Result<ExitCode> {
             "another assisted-boot-reporter is running with the state directory {} (it holds the lock on it); this one exits",
             state_dir.display()
         );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -76,7 +71,7 @@ pub fn run(flags: Flags) -> anyhow::Result<ExitCode> {
     // A collector thread blocked on a hung file read must not hold the exit.
     runtime.shutdown_timeout(EXIT_WAIT);
     drop(lock);
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The environment as it was at start, for the configuration, with the

@@ -1,11 +1,6 @@
 //! What `collect` and `inspect` share: their flags' value parsers and their
 //! exit code on a runtime failure.
 
-use std::process::ExitCode;
-
-/// Exit code of `collect` and `inspect` when they fail at run time.
-pub const EXIT_TOOL_FAILURE: ExitCode = ExitCode::FAILURE;
-
 pub use crate::config::settings::parse_duration;
 
 /// `200MiB`, `64M`, `1GiB`, `4096`, `10k`: binary units, case-insensitive.

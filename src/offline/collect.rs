@@ -4,7 +4,6 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -16,7 +15,7 @@ use crate::config::DEFAULT_KUBELET_HEALTHZ_URL;
 use crate::contract;
 use crate::redact::Redactor;
 
-use super::args::{parse_duration, parse_size, EXIT_TOOL_FAILURE};
+use super::args::{parse_duration, parse_size};
 
 /// Flags of `collect`.
 #[derive(Debug, Clone, Args)]
@@ -51,18 +50,12 @@ pub struct CollectArgs {
     pub kubelet_healthz_url: String,
 }
 
-/// `collect`: exit 0 with a bundle written, or print the error chain and exit 1.
-pub fn collect_command(args: &CollectArgs) -> ExitCode {
+/// `collect`: a bundle written, its report on stderr.
+pub fn collect_command(args: &CollectArgs) -> anyhow::Result<()> {
     stop_children_on_signal();
     // Its report quotes the records digest and paths: redacted like the
     // bundle (the rules are installed once the secrets are read).
-    match collect(args, &mut crate::redact::log_writer()) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(err) => {
-            let _ = writeln!(crate::redact::log_writer(), "error: {err:#}");
-            EXIT_TOOL_FAILURE
-        }
-    }
+    collect(args, &mut crate::redact::log_writer()).map(drop)
 }
 
 /// Ctrl-C or SIGTERM ends `collect` together with the commands it runs:

@@ -5,24 +5,14 @@
 //! token is named by its source only, proxy URLs without their credentials.
 
 use std::fmt::Write as _;
-use std::process::ExitCode;
 
 use crate::config::settings::Key;
 use crate::config::{self, Config, Flags};
 
-use super::args::EXIT_TOOL_FAILURE;
-
-pub fn config_check_command(flags: &Flags) -> ExitCode {
-    match config::check(flags, &|name| std::env::var(name).ok()) {
-        Ok(checked) => {
-            print!("{}", report(&checked));
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
-            eprintln!("config check: {err}");
-            EXIT_TOOL_FAILURE
-        }
-    }
+pub fn config_check_command(flags: &Flags) -> anyhow::Result<()> {
+    let checked = config::check(flags, &|name| std::env::var(name).ok())?;
+    print!("{}", report(&checked));
+    Ok(())
 }
 
 fn report(checked: &config::Checked) -> String {

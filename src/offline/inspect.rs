@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -18,7 +17,7 @@ use crate::collect::Status;
 use crate::diagnose::{Diagnosis, DIAGNOSIS_NAME};
 use crate::records::{Outcome, Summary};
 
-use super::args::{parse_size, EXIT_TOOL_FAILURE};
+use super::args::parse_size;
 
 /// Flags of `inspect`.
 #[derive(Debug, Clone, Args)]
@@ -38,18 +37,14 @@ pub struct InspectArgs {
     pub max_uncompressed: u64,
 }
 
-/// `inspect`: print the report on stdout, or the error chain and exit 1.
-pub fn inspect_command(args: &InspectArgs) -> ExitCode {
+/// `inspect`: the report on stdout.
+pub fn inspect_command(args: &InspectArgs) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    match inspect(&args.file, args.json, args.max_uncompressed, &mut out) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            let _ = out.flush();
-            eprintln!("error: {err:#}");
-            EXIT_TOOL_FAILURE
-        }
-    }
+    let result = inspect(&args.file, args.json, args.max_uncompressed, &mut out);
+    // What was printed comes before the error `main` prints.
+    let _ = out.flush();
+    result
 }
 
 /// What `inspect` reads from a bundle: the manifest and a few small members.

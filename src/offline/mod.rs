@@ -17,7 +17,7 @@ pub mod collect;
 pub mod config_check;
 pub mod inspect;
 
-pub use args::{parse_size, EXIT_TOOL_FAILURE};
+pub use args::parse_size;
 pub use collect::{collect, collect_command, peak_rss_kib, CollectArgs};
 pub use config_check::config_check_command;
 pub use inspect::{
