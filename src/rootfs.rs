@@ -10,7 +10,10 @@
 //! (as the host sees it once booted into that root), `..` never climbs above
 //! the root, and at most [`MAX_LINKS`] links are followed. Because the walk
 //! holds a descriptor for each directory, a host process renaming things
-//! while we walk cannot redirect it either.
+//! while we walk cannot redirect it either. By hand rather than `openat2`'s
+//! `RESOLVE_IN_ROOT`: the walk also yields the host path it ended at (the
+//! manifest names it), and a fallback walk would be needed anyway on
+//! kernels before 5.6 and in sandboxes that filter `openat2`.
 //!
 //! Only directories and regular files are opened for reading, and only
 //! after the type of that very inode was checked through its `O_PATH`
