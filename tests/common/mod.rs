@@ -822,7 +822,7 @@ impl Scenario {
             .env("FAKE_JOURNAL_EXTRA", self.journal_extra())
             .env("FAKE_SYSTEMCTL_LOG", &self.systemctl_log)
             // The first and the final bundle go out at once, as the tests
-            // written before the spread expect; tests/herd.rs sets it.
+            // written before the spread expect; tests/it/herd.rs sets it.
             .env("LOG_SEND_SPREAD_SECONDS", "0")
             .envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .current_dir(self.tmp.path())

@@ -11,9 +11,7 @@
 //! arrived within one interval of the recovery. `docs/reliability.md` holds
 //! the matrix with the figures these tests print (`MATRIX ...` lines).
 //!
-//! A CA that does not match is covered by `tests/tls.rs`.
-
-mod common;
+//! A CA that does not match is covered by `tests/it/tls.rs`.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -24,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -12,14 +12,12 @@
 //! Needs `/usr/bin/tinyproxy` (Debian package `tinyproxy`); without it the
 //! tests say so and pass, CI installs it.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::tls::{make_pki, tls_front};
-use common::*;
+use crate::common::tls::{make_pki, tls_front};
+use crate::common::*;
 
 const TINYPROXY: &str = "/usr/bin/tinyproxy";
 /// The agent's retry attempts in these runs (`Scenario::args`).

@@ -7,10 +7,8 @@
 //! test's certificate and forwards bytes to it, so the agent's TLS stack is
 //! exercised exactly as against a real service.
 
-mod common;
-
-use common::tls::{make_pki, tls_front, Pki};
-use common::*;
+use crate::common::tls::{make_pki, tls_front, Pki};
+use crate::common::*;
 
 const INSECURE_WARNING: &str = "TLS CERTIFICATE VERIFICATION IS DISABLED";
 

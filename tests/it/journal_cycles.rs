@@ -5,15 +5,15 @@
 //! after the previous bundle's cursor; the diagnosis keeps what it found in
 //! the first bundle's part of the journal without reading it again.
 
-mod common;
-
 use std::os::unix::fs::MetadataExt as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{member, AgentOpts, HostSeed, Member, Scenario, SecretForm, CLUSTER_ID, HOST_ID};
+use crate::common::{
+    member, AgentOpts, HostSeed, Member, Scenario, SecretForm, CLUSTER_ID, HOST_ID,
+};
 
 const GROWTH: u64 = 5000;
 const THIS_BOOT_QUERY: &str = "-b 0 --no-pager --all -o short-iso-precise";
@@ -48,7 +48,7 @@ fn open(data: &[u8]) -> Vec<Member> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("b.tar.gz");
     std::fs::write(&path, data).unwrap();
-    common::open_bundle(&path)
+    crate::common::open_bundle(&path)
 }
 
 /// The (round, line) of every line the fake's growth added, in order.
@@ -75,7 +75,7 @@ async fn a_growing_journal_is_read_once_and_shipped_whole_by_every_bundle() {
     let reads = sc.tmp.path().join("journalctl-reads.log");
     std::fs::write(&journal, b"").unwrap();
     // Round 0 of the journal is there before the agent starts.
-    let grown = std::process::Command::new(common::fake_bin().join("journalctl"))
+    let grown = std::process::Command::new(crate::common::fake_bin().join("journalctl"))
         .args(["-b", "0"])
         .env("FAKE_JOURNAL_FILE", &journal)
         .env("FAKE_JOURNAL_GROW", GROWTH.to_string())

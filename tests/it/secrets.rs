@@ -7,8 +7,6 @@
 //! (read through `/proc/<pid>/fd`, unlinked ones included),
 //! and the files it leaves in its state and config directories. Zero hits.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::Read;
@@ -18,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// What the `/proc` and bundle pollers saw.
 #[derive(Default, Debug)]

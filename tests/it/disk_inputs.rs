@@ -5,12 +5,10 @@
 //! the file (issue 25). `docs/reliability.md` ("Hostile host files") lists
 //! each row with what the agent does.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// A run that refuses its configuration ends in well under this.
 const QUICK: Duration = Duration::from_secs(10);

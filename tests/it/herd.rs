@@ -10,11 +10,9 @@
 //! agent's own account of its wait (its log) against the mock's request
 //! times, never how fast this machine is.
 
-mod common;
-
 use std::time::{Duration, SystemTime};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// `waiting N ms before the WHICH bundle`, as the agent logs it.

@@ -4,14 +4,14 @@
 //! secrets in NetworkManager keyfiles and in the journal, broken and partial
 //! records, and a host without `/var/log/openshift`.
 
-mod common;
-
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{agent_bin, contains, copy_tree, fake_bin, fixture_root, member, open_bundle, Member};
+use crate::common::{
+    agent_bin, contains, copy_tree, fake_bin, fixture_root, member, open_bundle, Member,
+};
 use serde_json::Value;
 
 struct Collected {

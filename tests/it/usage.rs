@@ -2,9 +2,7 @@
 //! missing configuration (a runtime failure: exit 0, never fail the
 //! installation) and bad flags (a usage error: exit 2).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 // 9 -------------------------------------------------------------------------
 

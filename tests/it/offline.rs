@@ -3,12 +3,10 @@
 //! shipped to the mock service during a boot, and the exit codes of both
 //! tools when something is wrong (1 at run time, 2 for usage).
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{
+use crate::common::{
     admin_state, agent_bin, check_host_boot_bundle, copy_tree, fake_bin, fixture_root, host_of,
     AgentOpts, HostSeed, Scenario, SecretForm, HOST_ID,
 };
@@ -115,10 +113,10 @@ fn inspect_prints_the_story_of_a_collected_bundle() {
         assert!(report.contains(expected), "missing {expected:?} in:\n{report}");
     }
     assert!(!report.contains("offline-token-5e4d3c2b1a"));
-    let members = common::open_bundle(&bundle);
+    let members = crate::common::open_bundle(&bundle);
     for m in &members {
         assert!(
-            !common::contains(&m.data, b"offline-token-5e4d3c2b1a"),
+            !crate::common::contains(&m.data, b"offline-token-5e4d3c2b1a"),
             "{}",
             m.name
         );
@@ -156,7 +154,7 @@ async fn inspect_reads_a_bundle_the_agent_shipped() {
     let state = admin_state(&base).await;
     let host = host_of(&state, HOST_ID);
     let bundle = check_host_boot_bundle(host);
-    let path = common::bundle_of(host, "host_boot").unwrap()["path"]
+    let path = crate::common::bundle_of(host, "host_boot").unwrap()["path"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -416,16 +414,20 @@ fn control_characters_in_host_file_names_are_escaped() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_inert(&text(&out.stderr));
-    let members = common::open_bundle(&bundle);
+    let members = crate::common::open_bundle(&bundle);
     for m in &members {
         assert_inert(&m.name);
     }
     let escaped =
         r"crio/pods/ns_pod_uid/app\x1b[31m/0.log\x0aall services succeeded\x1b]0;pwned\x07\u{202e}";
-    let pod_log = common::member(&members, escaped)
-        .unwrap_or_else(|| panic!("no {escaped} in {:?}", common::member_names(&members)));
+    let pod_log = crate::common::member(&members, escaped).unwrap_or_else(|| {
+        panic!(
+            "no {escaped} in {:?}",
+            crate::common::member_names(&members)
+        )
+    });
     assert_eq!(pod_log.data, b"token [REDACTED]\n");
-    let manifest = common::member(&members, "manifest.json").unwrap();
+    let manifest = crate::common::member(&members, "manifest.json").unwrap();
     assert!(
         String::from_utf8_lossy(&manifest.data).contains(&escaped.replace('\\', "\\\\")),
         "the manifest names the member as the tar does"
@@ -456,9 +458,13 @@ fn inspect_escapes_control_characters_a_bundle_carries() {
         tmp.path(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let members = common::open_bundle(&real);
-    let mut manifest: serde_json::Value =
-        serde_json::from_slice(&common::member(&members, "manifest.json").unwrap().data).unwrap();
+    let members = crate::common::open_bundle(&real);
+    let mut manifest: serde_json::Value = serde_json::from_slice(
+        &crate::common::member(&members, "manifest.json")
+            .unwrap()
+            .data,
+    )
+    .unwrap();
     manifest["meta"]["host_id"] = "h\rforged\x1b[2J".into();
     manifest["records_digest"] = forged.into();
     let collector = &mut manifest["collectors"][0];

@@ -9,9 +9,6 @@
 //! Ignition writes nothing. The fragment also matches Ignition's JSON schema
 //! key by key; the pull secret never comes from a flag nor passes a terminal.
 
-mod common;
-mod ignition_engine;
-
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -351,7 +348,7 @@ fn every_fragment_passes_ignition_validate_and_the_schema() {
     let ca = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n";
     let ca_path = env.write("ca.pem", ca.as_bytes());
     let token_path = env.write("token", format!("{TOKEN}\n").as_bytes());
-    ignition_engine::require("every_fragment_passes_ignition_validate");
+    crate::ignition_engine::require("every_fragment_passes_ignition_validate");
     let secret = pull_secret();
     let mut checked = 0;
     for (arch, machine, be) in [
@@ -389,7 +386,7 @@ fn every_fragment_passes_ignition_validate_and_the_schema() {
             assert_eq!(fragment["ignition"]["version"], "3.2.0", "{arch}/{form}");
             assert_schema_clean(&fragment, &format!("{arch}/{form}"));
             let path = env.write(&format!("{arch}-{form}.ign"), &out.stdout);
-            ignition_engine::validate(&path)
+            crate::ignition_engine::validate(&path)
                 .unwrap_or_else(|e| panic!("{arch}/{form}: ignition-validate: {e}"));
             checked += 1;
         }
@@ -407,14 +404,14 @@ fn every_fragment_passes_ignition_validate_and_the_schema() {
     let mut fragment: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     fragment["ignition"]["version"] = json!("3.4.0");
     let path = env.write("v3_4.ign", fragment.to_string().as_bytes());
-    let err = ignition_engine::validate(&path).expect_err("Ignition 2.14 accepted 3.4.0");
+    let err = crate::ignition_engine::validate(&path).expect_err("Ignition 2.14 accepted 3.4.0");
     assert!(err.contains("unsupported config version"), "{err}");
 }
 
 /// The fragment alone, applied by the real engine: everything lands as given.
 #[test]
 fn ignition_writes_the_fragment_with_its_modes_and_owners() {
-    ignition_engine::require("ignition_writes_the_fragment_with_its_modes_and_owners");
+    crate::ignition_engine::require("ignition_writes_the_fragment_with_its_modes_and_owners");
     let env = Env::new();
     // aarch64: the fragment is made on one architecture for another.
     let binary = static_elf(183, false);
@@ -436,12 +433,12 @@ fn ignition_writes_the_fragment_with_its_modes_and_owners() {
     let root = env.path("sysroot");
     let work = env.path("engine");
     std::fs::create_dir_all(&work).unwrap();
-    ignition_engine::prepare_root(&root);
-    let run = ignition_engine::apply(&fragment_path, &root, &work);
+    crate::ignition_engine::prepare_root(&root);
+    let run = crate::ignition_engine::apply(&fragment_path, &root, &work);
     assert!(run.success(), "{}", run.log());
     // Nothing remote in the fragment: no fetch stage.
     assert_eq!(run.names(), ["fetch-offline", "files"]);
-    let owner = ignition_engine::root_uid_outside(&work);
+    let owner = crate::ignition_engine::root_uid_outside(&work);
     assert_reporter_installed(&root, owner, &binary, ca);
 }
 
@@ -453,7 +450,7 @@ fn ignition_writes_the_fragment_with_its_modes_and_owners() {
 /// config's files and units and the reporter's land.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pointer_ignition_merges_the_machine_config_and_installs_the_reporter() {
-    ignition_engine::require("pointer_ignition_merges_the_machine_config");
+    crate::ignition_engine::require("pointer_ignition_merges_the_machine_config");
     let env = Env::new();
     let binary = static_elf(62, false);
     let binary_path = env.write("abr-x86_64", &binary);
@@ -475,10 +472,11 @@ async fn pointer_ignition_merges_the_machine_config_and_installs_the_reporter() 
 
     let data = env.path("mock-data");
     std::fs::create_dir_all(&data).unwrap();
-    let seed = common::seed_json("unused-token", &common::HostSeed::rebooting_master());
-    let mock = common::start_mock_at("127.0.0.1:0", &seed, &data, false).await;
+    let seed =
+        crate::common::seed_json("unused-token", &crate::common::HostSeed::rebooting_master());
+    let mock = crate::common::start_mock_at("127.0.0.1:0", &seed, &data, false).await;
     let base = mock.base_url();
-    let http = common::http();
+    let http = crate::common::http();
     let put = http
         .put(format!("{base}/admin/machine-configs/worker"))
         .header("Content-Type", "application/json")
@@ -493,21 +491,22 @@ async fn pointer_ignition_merges_the_machine_config_and_installs_the_reporter() 
         &fragment,
     );
     let pointer_path = env.write("pointer.ign", pointer.to_string().as_bytes());
-    ignition_engine::validate(&pointer_path).expect("the pointer with the fragment validates");
+    crate::ignition_engine::validate(&pointer_path)
+        .expect("the pointer with the fragment validates");
     assert_schema_clean(&pointer, "pointer ignition with the fragment");
 
     let root = env.path("sysroot");
     let work = env.path("engine");
     std::fs::create_dir_all(&work).unwrap();
-    ignition_engine::prepare_root(&root);
+    crate::ignition_engine::prepare_root(&root);
     let (path, w, r) = (pointer_path.clone(), work.clone(), root.clone());
-    let run = tokio::task::spawn_blocking(move || ignition_engine::apply(&path, &r, &w))
+    let run = tokio::task::spawn_blocking(move || crate::ignition_engine::apply(&path, &r, &w))
         .await
         .expect("engine thread");
     assert!(run.success(), "{}", run.log());
     assert_eq!(run.names(), ["fetch-offline", "fetch", "files"]);
 
-    let owner = ignition_engine::root_uid_outside(&work);
+    let owner = crate::ignition_engine::root_uid_outside(&work);
     assert_reporter_installed(&root, owner, &binary, ca);
     // The merged machine config landed beside it, its unit enabled too.
     let kubelet_conf = root.join("etc/kubernetes/kubelet.conf");
@@ -522,7 +521,7 @@ async fn pointer_ignition_merges_the_machine_config_and_installs_the_reporter() 
     assert!(preset.contains("enable kubelet.service"), "{preset:?}");
 
     // The mock saw Ignition fetch it, and Ignition said which spec it reads.
-    let view = common::get_json(&format!("{base}/admin/machine-configs")).await;
+    let view = crate::common::get_json(&format!("{base}/admin/machine-configs")).await;
     let fetches = view["fetches"].as_array().expect("fetches");
     assert_eq!(fetches.len(), 1, "{view}");
     assert_eq!(fetches[0]["status"], 200);
@@ -543,7 +542,7 @@ async fn pointer_ignition_merges_the_machine_config_and_installs_the_reporter() 
 /// preset. The reporter cannot report this (docs/design.md).
 #[test]
 fn unreachable_merge_source_leaves_nothing_written() {
-    ignition_engine::require("unreachable_merge_source_leaves_nothing_written");
+    crate::ignition_engine::require("unreachable_merge_source_leaves_nothing_written");
     let env = Env::new();
     let binary_path = env.write("abr-x86_64", &static_elf(62, false));
     let fragment = read_json(&make_fragment(
@@ -556,21 +555,21 @@ fn unreachable_merge_source_leaves_nothing_written() {
     // A port that was just free: connection refused. Ignition retries a
     // failed fetch until `timeouts.httpTotal` (unset in a real pointer
     // ignition: forever, the host waits in the initramfs); the test bounds it.
-    let port = common::free_port();
+    let port = crate::common::free_port();
     let mut pointer = with_fragment(
         pointer_ignition(&format!("http://127.0.0.1:{port}/config/worker")),
         &fragment,
     );
     pointer["ignition"]["timeouts"] = json!({"httpTotal": 3});
     let pointer_path = env.write("pointer.ign", pointer.to_string().as_bytes());
-    ignition_engine::validate(&pointer_path).expect("validates");
+    crate::ignition_engine::validate(&pointer_path).expect("validates");
 
     let root = env.path("sysroot");
     let work = env.path("engine");
     std::fs::create_dir_all(&work).unwrap();
-    ignition_engine::prepare_root(&root);
-    let before = ignition_engine::tree(&root);
-    let run = ignition_engine::apply(&pointer_path, &root, &work);
+    crate::ignition_engine::prepare_root(&root);
+    let before = crate::ignition_engine::tree(&root);
+    let run = crate::ignition_engine::apply(&pointer_path, &root, &work);
     assert_eq!(run.names(), ["fetch-offline", "fetch"], "{}", run.log());
     assert!(!run.stages[1].success, "fetch succeeded: {}", run.log());
     assert!(
@@ -579,15 +578,19 @@ fn unreachable_merge_source_leaves_nothing_written() {
         run.log()
     );
     assert_eq!(
-        ignition_engine::tree(&root),
+        crate::ignition_engine::tree(&root),
         before,
         "the failed fetch wrote"
     );
 
     // Even if the files stage ran, it has no config to apply.
-    let forced = ignition_engine::files_only(&pointer_path, &root, &work);
+    let forced = crate::ignition_engine::files_only(&pointer_path, &root, &work);
     assert!(!forced.success(), "{}", forced.log());
-    assert_eq!(ignition_engine::tree(&root), before, "files stage wrote");
+    assert_eq!(
+        crate::ignition_engine::tree(&root),
+        before,
+        "files stage wrote"
+    );
     assert!(!root.join("usr/local/bin/assisted-boot-reporter").exists());
 }
 
@@ -828,12 +831,12 @@ fn proxy_flags_write_a_private_proxy_env_the_agent_reads_back() {
     assert_eq!(proxy_file["mode"], 0o600, "a proxy URL may hold a password");
 
     // What Ignition itself writes, read by the agent's own configuration code.
-    ignition_engine::require("proxy_flags_write_a_private_proxy_env");
+    crate::ignition_engine::require("proxy_flags_write_a_private_proxy_env");
     let root = env.path("sysroot");
     let work = env.path("engine");
     std::fs::create_dir_all(&work).unwrap();
-    ignition_engine::prepare_root(&root);
-    let applied = ignition_engine::apply(&out_path, &root, &work);
+    crate::ignition_engine::prepare_root(&root);
+    let applied = crate::ignition_engine::apply(&out_path, &root, &work);
     assert!(applied.success(), "{}", applied.log());
     let contract = root.join(CONTRACT_DIR.trim_start_matches('/'));
     assert_eq!(mode_of(&contract.join("proxy.env")), 0o600);

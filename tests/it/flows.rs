@@ -4,15 +4,13 @@
 //! bounded number of progress updates, and host lists too big to trust.
 //!
 //! The real binary against the real mock on loopback; boots are simulated as
-//! in tests/lifecycle.rs (a new boot ID under the fixture root), and the
+//! in tests/it/lifecycle.rs (a new boot ID under the fixture root), and the
 //! flows by the files machine-config-daemon-firstboot and the single-node
 //! bootstrap leave on a host (tests/common: `firstboot_pending` & co.).
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 const SECOND_BOOT_ID: &str = "9b2e4f61-0c3d-4a7b-8e15-2f6d0a9c4b77";

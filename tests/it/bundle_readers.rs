@@ -5,13 +5,11 @@
 //! with). A bundle made by `collect` and one the agent shipped to the mock
 //! during a boot are both read all three ways and must agree byte for byte.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use common::{
+use crate::common::{
     admin_state, agent_bin, bundle_of, copy_tree, fake_bin, fixture_root, host_of, open_bundle,
     AgentOpts, HostSeed, Scenario, SecretForm, HOST_ID,
 };

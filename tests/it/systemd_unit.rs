@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-const UNIT: &str = include_str!("../systemd/assisted-boot-reporter.service");
+const UNIT: &str = include_str!("../../systemd/assisted-boot-reporter.service");
 
 fn directives(key: &str) -> Vec<&'static str> {
     UNIT.lines()

@@ -1,7 +1,7 @@
 //! The man pages in `packaging/man/` are generated from the CLI definition
 //! (clap_mangen), one per command, and must match it: a flag added without
 //! regenerating them fails here. Regenerate with
-//! `UPDATE_MANPAGES=1 cargo test --test manpage`.
+//! `UPDATE_MANPAGES=1 cargo test --test it manpage`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -69,12 +69,12 @@ fn man_pages_match_the_cli() {
     let have: Vec<&String> = on_disk.keys().collect();
     assert_eq!(
         have, want,
-        "packaging/man/ has other pages than the CLI's commands; run UPDATE_MANPAGES=1 cargo test --test manpage"
+        "packaging/man/ has other pages than the CLI's commands; run UPDATE_MANPAGES=1 cargo test --test it manpage"
     );
     for (name, page) in &pages {
         assert!(
             on_disk[name] == *page,
-            "packaging/man/{name} is out of date with the CLI; run UPDATE_MANPAGES=1 cargo test --test manpage"
+            "packaging/man/{name} is out of date with the CLI; run UPDATE_MANPAGES=1 cargo test --test it manpage"
         );
     }
 }

@@ -6,14 +6,12 @@
 //! `mock-assisted-service` binary with `--time-scale`; the last test runs the
 //! real reporter against a compat mock and watches the mock's timers.
 
-mod common;
-
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Scenario, SecretForm};
+use crate::common::{Scenario, SecretForm};
 use mock_assisted_service::{MockConfig, MockServer, Seed};
 use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt as _;
@@ -1812,7 +1810,7 @@ const DOCUMENTED_MAX_PROGRESS_PUTS_PER_BOOT: usize = 4;
 async fn reporter_on_todays_service_leaves_the_stage_timer_to_fire() {
     let sc = Scenario::new("compat-timers");
     // 900x: Configuring's 60 min is 4 s; the reporter runs for 12 s.
-    let seed = sc.seed(&common::HostSeed::at(
+    let seed = sc.seed(&crate::common::HostSeed::at(
         "Configuring",
         "installing-in-progress",
     ));
@@ -1831,9 +1829,9 @@ async fn reporter_on_todays_service_leaves_the_stage_timer_to_fire() {
     let started = Instant::now();
     let running = sc.spawn_agent(
         "compat, stuck in Configuring",
-        &common::AgentOpts {
+        &crate::common::AgentOpts {
             timeout: Some("12s"),
-            ..common::AgentOpts::default()
+            ..crate::common::AgentOpts::default()
         },
     );
     // Watch the mock's timer while the reporter runs and after (bounded, and
@@ -1842,7 +1840,7 @@ async fn reporter_on_todays_service_leaves_the_stage_timer_to_fire() {
     // of the 12 s budget.
     let mut timed_out_after = None;
     while started.elapsed() < Duration::from_secs(28) {
-        let h = state_host(&base, common::HOST_ID).await;
+        let h = state_host(&base, crate::common::HOST_ID).await;
         if h["status"] == "error" {
             timed_out_after = Some(started.elapsed());
             break;
@@ -1852,8 +1850,8 @@ async fn reporter_on_todays_service_leaves_the_stage_timer_to_fire() {
     let run = sc.wait_agent(running).await;
     run.assert_code(0);
 
-    let requests = common::api_requests(&base).await;
-    let puts = common::progress_puts(&requests);
+    let requests = crate::common::api_requests(&base).await;
+    let puts = crate::common::progress_puts(&requests);
     let accepted = puts.iter().filter(|r| r["status"] == 200).count();
     eprintln!(
         "reporter sent {} progress PUTs ({accepted} accepted); host timed out after {timed_out_after:?}",
@@ -1864,7 +1862,7 @@ async fn reporter_on_todays_service_leaves_the_stage_timer_to_fire() {
         "{} progress PUTs in one boot, more than the documented {DOCUMENTED_MAX_PROGRESS_PUTS_PER_BOOT}: {puts:?}",
         puts.len()
     );
-    let h = state_host(&base, common::HOST_ID).await;
+    let h = state_host(&base, crate::common::HOST_ID).await;
     assert!(
         timed_out_after.is_some(),
         "the reporter kept upstream's stage timer from firing: {h}"

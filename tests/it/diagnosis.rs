@@ -7,12 +7,10 @@
 //! attempt) must produce no error. The demo's bundle names the DNS failure
 //! first.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{agent_bin, fake_bin, fixture_root, open_bundle};
+use crate::common::{agent_bin, fake_bin, fixture_root, open_bundle};
 
 fn diagnosis_root(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -6,11 +6,9 @@
 //! deadline, asserts on what the mock recorded and on the bundles it stored,
 //! and ends with `final_checks` (no secret anywhere, no single-host GET).
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const SECOND_BOOT_ID: &str = "9b2e4f61-0c3d-4a7b-8e15-2f6d0a9c4b77";

@@ -13,15 +13,13 @@
 //!
 //! Two tests of at least 50 kills each run side by side (≥ 100 kills).
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
+use crate::common::*;
 use assisted_boot_reporter::cleanup::CLEANUP_MARKER;
 use assisted_boot_reporter::contract::files;
 use assisted_boot_reporter::ledger::{Ledger, LEDGER_FILE};
-use common::*;
 
 const KILLS_PER_TEST: usize = 50;
 const MAX_INSTALLS: usize = 30;
