@@ -201,16 +201,6 @@ pub fn init_tracing(level: LogLevel) {
         LogLevel::Trace => tracing::Level::TRACE,
     };
     // journald adds its own timestamps; under a terminal the time helps.
-    let builder = tracing_subscriber::fmt()
-        .with_max_level(level)
-        // Every log line passes the redactor, like everything else emitted.
-        .with_writer(crate::redact::log_writer)
-        // journald and log greps want plain text.
-        .with_ansi(false)
-        .with_target(false);
-    if std::env::var_os("JOURNAL_STREAM").is_some() {
-        builder.without_time().init();
-    } else {
-        builder.init();
-    }
+    // Every log line passes the redactor, like everything else emitted.
+    crate::logging::init(level, std::env::var_os("JOURNAL_STREAM").is_none());
 }

@@ -21,6 +21,7 @@ pub mod ignition;
 pub mod instance;
 pub mod kubelet;
 pub mod ledger;
+pub mod logging;
 pub mod offline;
 pub mod proxy;
 pub mod records;
