@@ -313,11 +313,17 @@ def summary_rows(r, w):
     f = bundle_figures(r)
     if f:
         d = r["bundle"]
-        w(f"| 10 | bundle CPU / gzip -6 CPU, {b(d['journal_bytes'])} journal | {f['ratio']:.2f}x | ≤ 0.75x | {verdict(f['ratio'] <= 0.75)} |")
+        for shape, row in d.get("per_journal", {"generated": d}).items():
+            g = bundle_figures({"bundle": row})
+            w(f"| 10 | bundle CPU / gzip -6 CPU, {shape} journal ({b(row['journal_bytes'])}), median of pairs "
+              f"| {g['ratio']:.2f}x | ≤ 0.45x | {verdict(g['ratio'] <= 0.45)} |")
+            w(f"| 10 | bundle bytes / gzip -6 bytes, {shape} journal | {ratio(row['bundle_bytes'], row['gzip_bytes']):.3f} "
+              f"| ≤ 0.95 | {verdict(ratio(row['bundle_bytes'], row['gzip_bytes']) <= 0.95)} |")
+            if row.get("agent_ir"):
+                w(f"| 10 | instructions collect / gzip -6, {shape} journal's first {b(row['ir_bytes'])} "
+                  f"| {ratio(row['agent_ir'], row['gzip_ir']):.2f}x | | |")
         w(f"| 10 | redaction, measured apart / all but deflate and the engine | {100 * f['redact_share']:.1f} % / "
           f"{100 * f['rest_share']:.1f} % of the bundle | ≤ 15 % | {verdict(max(f['redact_share'], f['rest_share']) <= 0.15)} |")
-        if d.get("bundle_bytes"):
-            w(f"| 10 | bundle size / gzip -6 output | {ratio(d['bundle_bytes'], d['gzip_bytes']):.3f} | | |")
 
 
 def size_budget():
@@ -927,7 +933,7 @@ def bundle_table(r, add):
     if not f:
         return
     j = b(r["bundle"]["journal_bytes"])
-    add(f"bundle {j}: CPU collect / gzip -6", f"{f['agent']:.2f}s / {f['gzip']:.2f}s = {f['ratio']:.2f}x", "<= 0.75x")
+    add(f"bundle {j}: CPU collect / gzip -6", f"{f['agent']:.2f}s / {f['gzip']:.2f}s = {f['ratio']:.2f}x", "<= 0.45x")
     add(f"bundle {j}: redaction share", f"{100 * f['redact_share']:.1f} %")
     add(f"bundle {j}: all but deflate and engine", f"{100 * f['rest_share']:.1f} %", "<= 15 %")
     add(f"bundle {j}: diagnosis engine share", f"{100 * f['engine_share']:.1f} %", "<= 10 %")
@@ -949,8 +955,8 @@ def md_bundle(r, w):
       + (f" ({med(d['journalctl_cpu_s']):.2f} s per run here, left out)" if d.get("journalctl_cpu_s") else "")
       + ", where the real journalctl reads its binary journal. The parts are measured apart on the same bytes, median of 3 (bench/tools, process CPU): "
       "`redact-scan` builds the redactor from the same pull secret as `collect` does, streams the "
-      "journal through it in 64 KiB pieces, then deflates its output at the bundle's level with the "
-      "agent's zlib-rs; `diagnose-scan` feeds the journal to the diagnosis engine. \"All but deflate "
+      "journal through it in 64 KiB pieces, then seals its output in ~1 MiB gzip members at the bundle's "
+      "level with the agent's compressor (`collect::chunks::Sealer`, libdeflate); `diagnose-scan` feeds the journal to the diagnosis engine. \"All but deflate "
       "and the engine\" = bundle CPU − deflate − engine: redaction, tar, the other members, "
       "bookkeeping and process start (issue 15's \"redaction + tar + bookkeeping\").")
     w("")
@@ -960,12 +966,12 @@ def md_bundle(r, w):
     w("|---|---|---|---|")
     w(f"| bundle CPU / gzip -6 CPU | {f['agent']:.2f} s / {f['gzip']:.2f} s = {f['ratio']:.2f}x "
       f"(runs {', '.join(f'{x:.2f}' for x in d['agent_cpu_s'])} / {', '.join(f'{x:.2f}' for x in d['gzip_cpu_s'])}) "
-      f"| ≤ 0.75x | {verdict(f['ratio'] <= 0.75)} |")
+      f"| ≤ 0.45x (issue 26) | {verdict(f['ratio'] <= 0.45)} |")
     w(f"| redaction, realistic pull secret | {d['redact_s']:.3f} s = {mb / d['redact_s']:.0f} MB/s, "
       f"{100 * f['redact_share']:.1f} % of the bundle | | |" if d["redact_s"] else
       f"| redaction, realistic pull secret | {d['redact_s']:.3f} s | | |")
     w(f"| redaction, shapes only | {d['redact_shapes_s']:.3f} s | | |")
-    w(f"| deflate -{d.get('level', 6)} (zlib-rs) of the redacted journal | {d['deflate_s']:.3f} s = {100 * f['deflate_share']:.1f} % "
+    w(f"| libdeflate -{d.get('level', 6)} of the redacted journal | {d['deflate_s']:.3f} s = {100 * f['deflate_share']:.1f} % "
       f"of the bundle = {ratio(d['deflate_s'], f['gzip']):.2f}x gzip -6 | | |")
     if d.get("bundle_bytes"):
         w(f"| bundle size / gzip -6 output of the journal | {b(d['bundle_bytes'])} / {b(d['gzip_bytes'])} = "
@@ -976,12 +982,34 @@ def md_bundle(r, w):
     w(f"| diagnosis engine | {d['engine_s']:.3f} s = {100 * f['engine_share']:.1f} % of the bundle | ≤ 10 % "
       f"| {verdict(f['engine_share'] <= 0.10)} |")
     w("")
+    per = d.get("per_journal")
+    if per:
+        w("Both journals (the busy one: a control-plane host under load, section 3b), same method; "
+          "instructions = callgrind's Ir of the reporter's own process (`collect`, not the fixture "
+          "journalctl) and of gzip -6's whole process, on the journal's first 8 MiB cut at a line end:")
+        w("")
+        w("| journal | bundle CPU / gzip -6 CPU (median of pairs; runs) | bundle bytes / gzip -6 bytes "
+          "| Ir collect / gzip -6 | compressor apart | engine apart | redaction apart | goal: ≤ 0.45x CPU at ≤ 0.95x bytes |")
+        w("|---|---|---|---|---|---|---|---|")
+        for shape, row in per.items():
+            g = bundle_figures({"bundle": row})
+            byt = ratio(row["bundle_bytes"], row["gzip_bytes"])
+            ir = (f"{row['agent_ir']:,} / {row['gzip_ir']:,} = {ratio(row['agent_ir'], row['gzip_ir']):.2f}x"
+                  if row.get("agent_ir") else row.get("ir_error", "not measured"))
+            w(f"| {shape} | {g['agent']:.2f} s / {g['gzip']:.2f} s = **{g['ratio']:.2f}x** "
+              f"({', '.join(f'{x:.2f}' for x in row['agent_cpu_s'])} / {', '.join(f'{x:.2f}' for x in row['gzip_cpu_s'])}) "
+              f"| {b(row['bundle_bytes'])} / {b(row['gzip_bytes'])} = **{byt:.3f}** | {ir} "
+              f"| {row['deflate_s']:.3f} s = {ratio(row['deflate_s'], g['gzip']):.2f}x gzip -6 "
+              f"| {row['engine_s']:.3f} s = {ratio(row['engine_s'], g['gzip']):.2f}x gzip -6 "
+              f"| {row['redact_s']:.3f} s = {ratio(row['redact_s'], g['gzip']):.2f}x gzip -6 "
+              f"| CPU {verdict(g['ratio'] <= 0.45)}, bytes {verdict(byt <= 0.95)} |")
+        w("")
     w("**Reading the parts.** Redaction measured apart is the goal's \"redaction\" itself; \"all but "
       "deflate and the engine\" is a difference of medians taken minutes apart on a shared machine, "
       "so it carries their noise, and it charges to \"the rest\" whatever deflate costs more inside "
       "the bundle than apart: apart, `redact-scan` seals chunks of a journal that sits in memory; "
       "inside, each chunk is sealed between pipe reads, redaction and the engine, which can evict the "
-      "deflate state (its 128 KiB hash table and 64 KiB window) from the caches (not measured). The rest proper is "
+      "compressor's tables from the caches (not measured). The rest proper is "
       "the tar headers, the other members (each a command run or a file read, ~55 of them), the "
       "manifest and process start. A profile is the fairer split: see the notes at the end.")
     w("")

@@ -22,6 +22,7 @@
 use std::io::{Read, Write};
 
 use crate::collect::chunks::{Content, GZIP_LEVEL};
+use crate::gzip::Gzip;
 
 /// Plain tar bytes (headers, small members) compressed together into one
 /// gzip member: enough for deflate's window, little memory.
@@ -29,8 +30,6 @@ const PENDING_BYTES: usize = 256 << 10;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use flate2::write::GzEncoder;
-use flate2::Compression;
 use serde::{Deserialize, Serialize};
 
 use crate::collect::{
@@ -199,6 +198,7 @@ pub fn write_bundle<W: Write>(
     let mut sink = TarSink {
         out,
         pending: Vec::new(),
+        gzip: Gzip::new(GZIP_LEVEL),
         headers: tar::Builder::new(Vec::new()),
         limits: *limits,
         used: 0,
@@ -331,6 +331,8 @@ struct TarSink<W: Write> {
     /// Tar bytes (headers, paddings, small members) waiting to be
     /// compressed together into the next gzip member.
     pending: Vec<u8>,
+    /// Compresses `pending` (the same compressor as the chunks').
+    gzip: Gzip,
     /// Formats headers (GNU long names included) into its buffer.
     headers: tar::Builder<Vec<u8>>,
     limits: BundleLimits,
@@ -383,9 +385,7 @@ impl<W: Write> TarSink<W> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let mut gz = GzEncoder::new(&mut self.out, Compression::new(GZIP_LEVEL));
-        gz.write_all(&self.pending)?;
-        gz.finish()?;
+        self.out.write_all(self.gzip.member(&self.pending))?;
         self.pending.clear();
         Ok(())
     }

@@ -23,8 +23,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, ensure, Context};
 use clap::{Args, ValueEnum};
-use flate2::write::GzEncoder;
-use flate2::Compression;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -523,10 +521,7 @@ pub fn fragment(inputs: &Inputs, spec: Spec) -> Value {
 }
 
 fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut encoder = GzEncoder::new(Vec::with_capacity(data.len() / 2), Compression::best());
-    // Writing into a Vec cannot fail.
-    encoder.write_all(data).expect("gzip into memory");
-    encoder.finish().expect("gzip into memory")
+    crate::gzip::gzip(data, crate::gzip::BEST_LEVEL)
 }
 
 /// A data URL for a small file: percent-encoded text when that is shorter

@@ -17,6 +17,7 @@ pub mod config;
 pub mod contract;
 pub mod diagnose;
 pub mod flow;
+pub mod gzip;
 pub mod ignition;
 pub mod instance;
 pub mod kubelet;

@@ -28,19 +28,15 @@ use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::sync::Arc;
 
-use flate2::{Compress, Compression, Crc, FlushCompress, Status};
+use crate::gzip::Gzip;
 
 /// Content per chunk: big enough that a gzip member's header, trailer and
 /// fresh dictionary cost nothing measurable, small enough that the open
 /// chunk and a cut are cheap.
 pub const CHUNK_BYTES: usize = 1 << 20;
-/// Chosen by figures (docs/benchmarks.md, sections 2 and 10): with the
-/// zlib-rs backend, 4 still compresses a journal a little better than
-/// `gzip -6` (and ~3 % worse than its own 6) for 0.80-0.85x of level 6's CPU,
-/// which brings a whole bundle near 0.75x the CPU of `gzip -6`. Below 4 the
-/// bytes every host uploads every 10 minutes grow faster than the CPU falls
-/// (3: +9 %, 1: +65 %); above it the CPU grows for a few percent of bytes.
-pub const GZIP_LEVEL: u32 = 4;
+/// The bundle's deflate level (libdeflate's scale), chosen by figures:
+/// docs/benchmarks.md, section 2.
+pub const GZIP_LEVEL: i32 = crate::gzip::BUNDLE_LEVEL;
 /// A line longer than this past [`CHUNK_BYTES`] is cut without its end.
 const LONG_LINE: usize = 256 << 10;
 /// Most compressed bytes one member holds in memory: 64 MiB of journal
@@ -74,62 +70,26 @@ impl Chunk {
     }
 }
 
-/// Compresses chunks with one deflate state and one output buffer for a
-/// whole member: a fresh encoder per chunk would churn a few hundred KiB of
+/// Compresses chunks with one compressor and one output buffer for a whole
+/// member: a fresh compressor per chunk would churn a few hundred KiB of
 /// allocations per MiB, which the allocator keeps as resident memory.
 #[derive(Debug)]
 pub struct Sealer {
-    compress: Compress,
-    scratch: Vec<u8>,
+    gzip: Gzip,
 }
-
-/// gzip member header (RFC 1952): deflate, no flags, no time, unknown OS.
-const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
 
 impl Sealer {
     pub fn new() -> Self {
         Self {
-            compress: Compress::new(Compression::new(GZIP_LEVEL), false),
-            scratch: Vec::new(),
+            gzip: Gzip::new(GZIP_LEVEL),
         }
     }
 
     /// `data` as one complete gzip member.
     pub fn seal(&mut self, data: &[u8]) -> Chunk {
-        self.compress.reset();
-        self.scratch.clear();
-        // deflate's worst case (stored blocks) plus header and trailer.
-        let bound = data.len() + data.len() / 1000 + 64;
-        if self.scratch.capacity() < bound {
-            self.scratch.reserve_exact(bound);
-        }
-        self.scratch.extend_from_slice(&GZIP_HEADER);
-        let mut input = data;
-        loop {
-            if self.scratch.len() == self.scratch.capacity() {
-                self.scratch.reserve(64 << 10);
-            }
-            let before = self.compress.total_in();
-            let status = self
-                .compress
-                .compress_vec(input, &mut self.scratch, FlushCompress::Finish)
-                .expect("deflate of bytes in memory cannot fail");
-            let used = usize::try_from(self.compress.total_in() - before).unwrap_or(input.len());
-            input = &input[used..];
-            if status == Status::StreamEnd {
-                break;
-            }
-        }
-        let mut crc = Crc::new();
-        crc.update(data);
-        self.scratch.extend_from_slice(&crc.sum().to_le_bytes());
-        // ISIZE is the length modulo 2^32 (RFC 1952).
-        #[allow(clippy::cast_possible_truncation)]
-        self.scratch
-            .extend_from_slice(&(data.len() as u32).to_le_bytes());
         Chunk {
             // An exact copy: held for the member's (or the cache's) life.
-            gz: Arc::new(self.scratch.clone()),
+            gz: Arc::new(self.gzip.member(data).to_vec()),
             raw: data.len() as u64,
             newlines: memchr::memchr_iter(b'\n', data).count() as u64,
             last: data.last().copied().unwrap_or(b'\n'),

@@ -4,7 +4,7 @@
 //! pushes the file through it in the 64 KiB pieces the collectors read, then
 //! seals the redacted bytes into chunks as a member's are (`chunks::Sealer`:
 //! independent gzip members of `CHUNK_BYTES` at the bundle's level, the
-//! agent's zlib-rs), and prints one JSON line with the process CPU (kernel
+//! agent's libdeflate), and prints one JSON line with the process CPU (kernel
 //! accounting, /proc/self/stat) of each step.
 //!
 //!   redact-scan --write-pull-secret FILE     a realistic 4-registry pull secret
