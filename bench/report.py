@@ -475,10 +475,12 @@ def md_compress(r, w):
     w("")
     w(f"Data: {b(c['bytes'])} of the generated journal, in the page cache. `bench/deflate` "
       "(its own cargo package, not a workspace member, so its flate2 features cannot leak "
-      "into the agent) runs the agent's gzip path — flate2 `GzEncoder` fed 64 KiB writes, "
-      "as `tar::Builder` does — once per backend, built with the agent's release profile "
-      "(`opt-level = \"z\"`, fat LTO, one codegen unit); `release-z-backend-o3` is the same "
-      "with only the backend crate at `opt-level = 3` (`[profile.release.package.<crate>]`). CPU = the compressing thread's run time from "
+      "into the agent) runs the agent's compression path — the input cut into ~1 MiB pieces at "
+      "line ends, each sealed as an independent gzip member from a whole buffer "
+      "(`collect::chunks::Sealer`) — once per candidate, built with the agent's release profile "
+      "(`opt-level = \"z\"`, fat LTO, one codegen unit); `release-z-backend-o2`/`-o3` are the same "
+      "with only the compressor's crate at that opt-level, `release-thin-backend-o3` with thin LTO "
+      "(bench/deflate/Cargo.toml; `bench/deflate/sweep` compares them on two journals). CPU = the compressing thread's run time from "
       "`/proc/thread-self/schedstat` (input already in memory). `gzip -N` = GNU gzip "
       "reading the same file from the page cache into a pipe, CPU = user + system from "
       f"`wait4`. Headline figures: median of {c['reps']} interleaved rounds.")
@@ -505,17 +507,16 @@ def compress_discussion(c, w):
     head = c["headline"]
     g6 = head["gzip -6"]["cpu_s"] / gib
     agent = c.get("agent_backend", "miniz_oxide")
-    w(f"**Backend.** The agent is built with flate2's `{agent}` backend, profile "
+    w(f"**Compressor.** The agent compresses with `{agent}`, profile "
       f"`{c.get('agent_profile', 'release')}` (root Cargo.toml). At level 6:")
     w("")
     for name in sorted(n for n in head if n.endswith(" -6") and not n.startswith("gzip")):
         s = head[name]["cpu_s"] / gib
         w(f"- {name[:-3]}: {s:.1f} CPU s/GiB = {s / g6:.2f}x gzip -6, ratio {c['bytes'] / head[name]['out']:.2f}")
     w("")
-    w("zlib-ng (C, built with cmake) is as fast as zlib-rs with the backend at opt-level 3, "
-      "but would need cmake and a C cross compiler for each of the four targets; zlib-rs "
-      "is pure Rust and builds wherever the agent does. miniz_oxide, flate2's default, "
-      "cannot reach the goal even at opt-level 3. Cost in size: section 5.")
+    w("libdeflate (C, built by the cc crate with the C cross compiler packaging/build-all "
+      "already sets up for ring) was chosen over zlib-rs by `bench/deflate/sweep` on the "
+      "generated and busy journals (issue 26). Cost in size: section 5.")
     w("")
     sweep = [x for x in c["sweep"] if x["backend"] == agent and x["profile"] == c.get("agent_profile", "release")]
     if sweep:
