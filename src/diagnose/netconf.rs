@@ -82,6 +82,14 @@ pub(super) fn route(msg: &str) -> Option<Signal> {
         "No default route",
         "unable to configure IPv4 route",
         "unable to configure IPv6 route",
+        // Kubernetes' ChooseHostInterface (apimachinery
+        // pkg/util/net/interface.go), which kubelet, kube-proxy and
+        // kube-apiserver use to pick the node's address from the default
+        // route: `unable to select an IP from default routes.`, before
+        // 2017 `Unable to select an IP.`; kube-apiserver wraps it as
+        // `Unable to find suitable network address.error='…'`.
+        "nable to select an IP",
+        "find suitable network address",
     ];
     // kube-apiserver on a dual-stack host whose first address is of the
     // other family (triage signature DualstackrDNSBug).
@@ -252,6 +260,13 @@ mod tests {
         assert_eq!(s.category, Category::OvsConfig);
         let s = route("F0730 ovnkube.go:130] failed to get default gateway interface").unwrap();
         assert_eq!(s.category, Category::RouteConfig);
+        for line in [
+            "level=fatal msg=\"unable to select an IP from default routes.\"",
+            "failed to select a host interface: Unable to select an IP.",
+            "Error: Unable to find suitable network address.error='no default routes found in \"/proc/net/route\" or \"/proc/net/ipv6_route\"'",
+        ] {
+            assert_eq!(route(line).unwrap().category, Category::RouteConfig, "{line}");
+        }
         let s = dns_config("dial tcp: lookup registry-1.docker.io on [::1]:53: read udp [::1]:35711->[::1]:53: read: connection refused").unwrap();
         assert_eq!(s.category, Category::DnsConfig);
         assert!(dns_config("lookup quay.io on 10.0.0.1:53: no such host").is_none());

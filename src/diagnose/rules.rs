@@ -246,6 +246,8 @@ pub(super) const RULES: &[Rule] = &[
             "No default route",
             "unable to configure IPv",
             "public address family",
+            "nable to select an IP",
+            "find suitable network address",
         ],
     },
     Rule {
