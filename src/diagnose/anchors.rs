@@ -10,6 +10,7 @@ use std::sync::{LazyLock, OnceLock};
 use aho_corasick::AhoCorasick;
 
 use super::grams::COMMON_4GRAMS;
+use super::needles::NEEDLES;
 use super::rules::{Dispatch, RULES, UNIT_EVENT_ANCHORS, UNIT_EVENT_BIT, UNIT_OK_ANCHORS};
 
 /// Byte strings at least one of which every rule needs; lines without any
@@ -242,18 +243,59 @@ impl AnchorFinder {
     pub(super) fn get() -> &'static AnchorFinder {
         static FINDER: OnceLock<AnchorFinder> = OnceLock::new();
         FINDER.get_or_init(|| {
-            let (needles, owners) = choose_needles(anchor_table());
+            let table = anchor_table();
+            let mut lists: Vec<(Vec<&'static [u8]>, Owners)> = Vec::new();
+            // The needles chosen and grouped offline (`needles.rs`): each
+            // anchor belongs to the first needle it holds.
+            let mut covered = vec![false; table.len()];
+            for list in NEEDLES {
+                let needles: Vec<&'static [u8]> = list.iter().map(|n| n.as_bytes()).collect();
+                let mut owners: Owners = vec![Vec::new(); needles.len()];
+                for (p, needle) in needles.iter().enumerate() {
+                    if let Some(q) = needles[..p].iter().position(|n| n == needle) {
+                        // A copy padding a bucket: the original's anchors.
+                        let original = owners[q].clone();
+                        owners[p] = original;
+                        continue;
+                    }
+                    for (i, &(anchor, dispatch)) in table.iter().enumerate() {
+                        if covered[i] {
+                            continue;
+                        }
+                        if let Some(at) = memchr::memmem::find(anchor.as_bytes(), needle) {
+                            owners[p].push((anchor.as_bytes(), at, dispatch, i));
+                            covered[i] = true;
+                        }
+                    }
+                }
+                lists.push((needles, owners));
+            }
+            // Anchors added since the table was written: needles of their
+            // own, in searchers after those.
+            let rest: Vec<usize> = (0..table.len()).filter(|&i| !covered[i]).collect();
+            if !rest.is_empty() {
+                let sub: Vec<(&'static str, Dispatch)> = rest.iter().map(|&i| table[i]).collect();
+                let (needles, mut owners) = choose_needles(&sub);
+                for held in &mut owners {
+                    for owner in held.iter_mut() {
+                        owner.3 = rest[owner.3];
+                    }
+                }
+                for (chunk, chunk_owners) in needles
+                    .chunks(NEEDLES_PER_SEARCHER)
+                    .zip(owners.chunks(NEEDLES_PER_SEARCHER))
+                {
+                    lists.push((chunk.to_vec(), chunk_owners.to_vec()));
+                }
+            }
             let mut searchers = Vec::new();
-            for (chunk, chunk_owners) in needles
-                .chunks(NEEDLES_PER_SEARCHER)
-                .zip(owners.chunks(NEEDLES_PER_SEARCHER))
-            {
+            for (needles, owners) in lists {
                 let built = aho_corasick::packed::Config::new()
                     .builder()
-                    .extend(chunk)
+                    .extend(&needles)
                     .build();
                 match built {
-                    Some(searcher) => searchers.push((searcher, chunk_owners.to_vec())),
+                    Some(searcher) => searchers.push((searcher, owners)),
                     None => {
                         return AnchorFinder {
                             searchers: Vec::new(),
@@ -267,6 +309,18 @@ impl AnchorFinder {
                 fallback: false,
             }
         })
+    }
+
+    /// Whether every anchor holds a needle of the table written offline
+    /// (`needles.rs`): otherwise the anchors added since cost a searcher
+    /// of their own, and the table should be written again.
+    #[cfg(test)]
+    pub(super) fn anchors_without_a_table_needle() -> Vec<&'static str> {
+        anchor_table()
+            .iter()
+            .map(|(a, _)| *a)
+            .filter(|a| !NEEDLES.iter().flat_map(|l| l.iter()).any(|n| a.contains(n)))
+            .collect()
     }
 
     /// Start of the first anchor in `block[from..]`.

@@ -25,6 +25,7 @@
 //! - `finding.rs`: `diagnosis.json`'s shape ([`Diagnosis`]) and its headline;
 //! - `classify.rs`: [`classify`], a message put to the rules its anchors name;
 //! - `anchors.rs`: [`ANCHORS`] and their vectorised finder;
+//! - `needles.rs`: the finder's needles, chosen and grouped offline;
 //! - `grams.rs`: the commonest 4-byte sequences of a healthy journal;
 //! - `rules.rs`: the rules in precedence order with their anchors;
 //! - `net.rs`, `netconf.rs`, `host.rs`, `tls.rs`, `registry.rs`, `runtime.rs`,
@@ -44,6 +45,7 @@ mod grams;
 mod host;
 mod line;
 mod machine;
+mod needles;
 mod net;
 mod netconf;
 mod node;

@@ -370,3 +370,14 @@ fn a_unit_that_ends_well_after_a_flood_is_recovered() {
         .collect();
     assert!(standing.is_empty(), "{standing:#?}");
 }
+
+#[test]
+fn every_anchor_holds_a_needle_of_the_table() {
+    // An anchor added since `needles.rs` was written is still found (a
+    // searcher of its own), but costs a pass over every byte: write the
+    // table again (bench/tools `needle-groups`, docs/diagnosis.md).
+    assert_eq!(
+        AnchorFinder::anchors_without_a_table_needle(),
+        Vec::<&str>::new()
+    );
+}
