@@ -242,73 +242,87 @@ fn choose_needles(table: &[(&'static str, Dispatch)]) -> (Vec<&'static [u8]>, Ow
 impl AnchorFinder {
     pub(super) fn get() -> &'static AnchorFinder {
         static FINDER: OnceLock<AnchorFinder> = OnceLock::new();
-        FINDER.get_or_init(|| {
-            let table = anchor_table();
-            let mut lists: Vec<(Vec<&'static [u8]>, Owners)> = Vec::new();
-            // The needles chosen and grouped offline (`needles.rs`): each
-            // anchor belongs to the first needle it holds.
-            let mut covered = vec![false; table.len()];
-            for list in NEEDLES {
-                let needles: Vec<&'static [u8]> = list.iter().map(|n| n.as_bytes()).collect();
-                let mut owners: Owners = vec![Vec::new(); needles.len()];
-                for (p, needle) in needles.iter().enumerate() {
-                    if let Some(q) = needles[..p].iter().position(|n| n == needle) {
-                        // A copy padding a bucket: the original's anchors.
-                        let original = owners[q].clone();
-                        owners[p] = original;
+        FINDER.get_or_init(|| AnchorFinder::build(anchor_table(), NEEDLES))
+    }
+
+    /// The finder for `table`: the needles of `table_needles` (one
+    /// searcher each list, as `needles.rs` holds them), and for the
+    /// anchors holding none of them, needles of their own.
+    fn build(
+        table: &[(&'static str, Dispatch)],
+        table_needles: &[&[&'static str]],
+    ) -> AnchorFinder {
+        let mut lists: Vec<(Vec<&'static [u8]>, Owners)> = Vec::new();
+        // The needles chosen and grouped offline (`needles.rs`): each
+        // anchor belongs to the first needle it holds.
+        let mut covered = vec![false; table.len()];
+        for list in table_needles {
+            let needles: Vec<&'static [u8]> = list.iter().map(|n| n.as_bytes()).collect();
+            let mut owners: Owners = vec![Vec::new(); needles.len()];
+            for (p, needle) in needles.iter().enumerate() {
+                if let Some(q) = needles[..p].iter().position(|n| n == needle) {
+                    // A copy padding a bucket: the original's anchors.
+                    let original = owners[q].clone();
+                    owners[p] = original;
+                    continue;
+                }
+                for (i, &(anchor, dispatch)) in table.iter().enumerate() {
+                    if covered[i] {
                         continue;
                     }
-                    for (i, &(anchor, dispatch)) in table.iter().enumerate() {
-                        if covered[i] {
-                            continue;
-                        }
-                        if let Some(at) = memchr::memmem::find(anchor.as_bytes(), needle) {
-                            owners[p].push((anchor.as_bytes(), at, dispatch, i));
-                            covered[i] = true;
-                        }
-                    }
-                }
-                lists.push((needles, owners));
-            }
-            // Anchors added since the table was written: needles of their
-            // own, in searchers after those.
-            let rest: Vec<usize> = (0..table.len()).filter(|&i| !covered[i]).collect();
-            if !rest.is_empty() {
-                let sub: Vec<(&'static str, Dispatch)> = rest.iter().map(|&i| table[i]).collect();
-                let (needles, mut owners) = choose_needles(&sub);
-                for held in &mut owners {
-                    for owner in held.iter_mut() {
-                        owner.3 = rest[owner.3];
-                    }
-                }
-                for (chunk, chunk_owners) in needles
-                    .chunks(NEEDLES_PER_SEARCHER)
-                    .zip(owners.chunks(NEEDLES_PER_SEARCHER))
-                {
-                    lists.push((chunk.to_vec(), chunk_owners.to_vec()));
-                }
-            }
-            let mut searchers = Vec::new();
-            for (needles, owners) in lists {
-                let built = aho_corasick::packed::Config::new()
-                    .builder()
-                    .extend(&needles)
-                    .build();
-                match built {
-                    Some(searcher) => searchers.push((searcher, owners)),
-                    None => {
-                        return AnchorFinder {
-                            searchers: Vec::new(),
-                            fallback: true,
-                        }
+                    if let Some(at) = memchr::memmem::find(anchor.as_bytes(), needle) {
+                        owners[p].push((anchor.as_bytes(), at, dispatch, i));
+                        covered[i] = true;
                     }
                 }
             }
-            AnchorFinder {
-                searchers,
-                fallback: false,
+            lists.push((needles, owners));
+        }
+        // Anchors added since the table was written: needles of their
+        // own, in searchers after those.
+        let rest: Vec<usize> = (0..table.len()).filter(|&i| !covered[i]).collect();
+        if !rest.is_empty() {
+            let sub: Vec<(&'static str, Dispatch)> = rest.iter().map(|&i| table[i]).collect();
+            let (needles, mut owners) = choose_needles(&sub);
+            for held in &mut owners {
+                for owner in held.iter_mut() {
+                    owner.3 = rest[owner.3];
+                }
             }
-        })
+            for (chunk, chunk_owners) in needles
+                .chunks(NEEDLES_PER_SEARCHER)
+                .zip(owners.chunks(NEEDLES_PER_SEARCHER))
+            {
+                lists.push((chunk.to_vec(), chunk_owners.to_vec()));
+            }
+        }
+        let mut searchers = Vec::new();
+        for (needles, owners) in lists {
+            let built = aho_corasick::packed::Config::new()
+                .builder()
+                .extend(&needles)
+                .build();
+            match built {
+                Some(searcher) => searchers.push((searcher, owners)),
+                None => {
+                    return AnchorFinder {
+                        searchers: Vec::new(),
+                        fallback: true,
+                    }
+                }
+            }
+        }
+        AnchorFinder {
+            searchers,
+            fallback: false,
+        }
+    }
+
+    /// A finder from other needle lists than `needles.rs` (tests: the path
+    /// of anchors that hold none of the table's needles).
+    #[cfg(test)]
+    pub(super) fn built_with(table_needles: &[&[&'static str]]) -> AnchorFinder {
+        AnchorFinder::build(anchor_table(), table_needles)
     }
 
     /// Whether every anchor holds a needle of the table written offline

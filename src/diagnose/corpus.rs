@@ -17,7 +17,7 @@ const HEALTHY: &str = "healthy";
 /// Top-1 accuracy the held-back part keeps at least. Issue 23 asks 0.85;
 /// the score reached is in docs/diagnosis.md, and this floor only guards it
 /// against falling back.
-const HELD_BACK_TOP1_FLOOR: f64 = 0.50;
+const HELD_BACK_TOP1_FLOOR: f64 = 0.54;
 /// The same for the tuning part.
 const TUNING_TOP1_FLOOR: f64 = 0.70;
 
