@@ -80,7 +80,16 @@ pub(super) fn dns(msg: &str) -> Option<Signal> {
         "Name or service not known",
     ] {
         if msg.contains(reason) {
-            let host = url_host(msg).map_or("unknown host", |h| token_until(h, &[':']));
+            // GLib's resolver (libostree, rpm-ostree, NetworkManager) names
+            // the host it could not resolve: `Error resolving 'H': …`
+            // (newer GLib quotes it “H”, gio/gthreadedresolver.c).
+            let quoted = after(msg, "Error resolving ")
+                .map(|r| r.trim_start_matches(['\'', '\u{201c}']))
+                .map(|r| token_until(r, &['\'', '\u{201d}', ':', ' ']))
+                .filter(|h| !h.is_empty());
+            let host = quoted
+                .or_else(|| url_host(msg).map(|h| token_until(h, &[':'])))
+                .unwrap_or("unknown host");
             return Some(Signal::new(
                 Category::DnsResolution,
                 host,
@@ -107,6 +116,24 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
             Category::Proxy,
             proxy,
             format!("proxy {proxy} unreachable (proxyconnect tcp: {what})"),
+            Nature::Transient,
+        ));
+    }
+    // curl and every libcurl user (rpm-ostree, dnf, podman's helpers): the
+    // proxy's own name does not resolve. `Could not resolve proxy: P`,
+    // and the error code's text `Couldn't resolve proxy name`
+    // (CURLE_COULDNT_RESOLVE_PROXY, lib/strerror.c).
+    if let Some(rest) =
+        after(msg, "Could not resolve proxy").or_else(|| after(msg, "Couldn't resolve proxy"))
+    {
+        let proxy = after(rest, ": ")
+            .map(|r| token_until(r, &[' ', '"', '\'', ';']))
+            .filter(|p| !p.is_empty() && *p != "name")
+            .unwrap_or("the proxy");
+        return Some(Signal::new(
+            Category::Proxy,
+            proxy,
+            format!("proxy {proxy} did not resolve (Could not resolve proxy)"),
             Nature::Transient,
         ));
     }
@@ -410,6 +437,36 @@ mod tests {
 
     fn sig(f: fn(&str) -> Option<Signal>, msg: &str) -> Signal {
         f(msg).unwrap_or_else(|| panic!("no signal for {msg}"))
+    }
+
+    #[test]
+    fn glib_names_the_host_it_could_not_resolve() {
+        for line in [
+            "error: Error resolving 'dl.fedoraproject.org': Name or service not known",
+            "error: Error resolving \u{201c}dl.fedoraproject.org\u{201d}: Name or service not known",
+        ] {
+            let s = sig(dns, line);
+            assert_eq!((s.category, s.key.as_str()), (Category::DnsResolution, "dl.fedoraproject.org"));
+        }
+    }
+
+    #[test]
+    fn curl_names_a_proxy_that_does_not_resolve() {
+        let s = sig(
+            proxy,
+            "curl: (5) Could not resolve proxy: proxy.corp.example",
+        );
+        assert_eq!(s.category, Category::Proxy);
+        assert_eq!(s.key, "proxy.corp.example");
+        let s = sig(proxy, "error: Curl error (5): Couldn't resolve proxy name");
+        assert_eq!((s.category, s.key.as_str()), (Category::Proxy, "the proxy"));
+        // The host behind the proxy not resolving is DNS, not the proxy.
+        let s = sig(
+            proxy,
+            "curl#5 - \"Could not resolve proxy: proxy; Unknown error\"",
+        );
+        assert_eq!(s.key, "proxy");
+        assert!(proxy("curl: (6) Could not resolve host: quay.io").is_none());
     }
 
     #[test]

@@ -108,6 +108,8 @@ pub(super) const RULES: &[Rule] = &[
             "Proxy Authentication",
             "from proxy",
             "error connecting to proxy",
+            "Could not resolve proxy",
+            "Couldn't resolve proxy",
             "Unable to connect to the server: ",
         ],
     },
