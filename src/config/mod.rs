@@ -193,13 +193,10 @@ impl Config {
             resolve_credentials(layers.flags, layers.getenv, layers.dir, &mut warnings)?;
         let proxy = layers.proxy(&mut warnings)?;
 
-        let within = |max: Duration, words: &'static str| {
+        // A duration in its setting's own syntax, bounded.
+        let within = |key: Key, max: Duration, words: &'static str| {
             move |value: &str| {
-                let parsed = (if max == MAX_SPREAD {
-                    settings::parse_seconds
-                } else {
-                    settings::parse_minutes
-                })(value)?;
+                let parsed = setting(key).parse_duration(value)?;
                 if parsed > max {
                     return Err(format!(
                         "{} is longer than {words}",
@@ -209,9 +206,12 @@ impl Config {
                 Ok(parsed)
             }
         };
-        let upload_interval =
-            layers.required(Key::UploadInterval, within(MAX_DURATION, "a year"))?;
-        let timeout = layers.required(Key::Timeout, within(MAX_DURATION, "a year"))?;
+        let upload_interval = layers.required(
+            Key::UploadInterval,
+            within(Key::UploadInterval, MAX_DURATION, "a year"),
+        )?;
+        let timeout =
+            layers.required(Key::Timeout, within(Key::Timeout, MAX_DURATION, "a year"))?;
         for (key, value) in [
             (Key::UploadInterval, upload_interval),
             (Key::Timeout, timeout),
@@ -224,7 +224,10 @@ impl Config {
                 });
             }
         }
-        let upload_spread = layers.required(Key::UploadSpread, within(MAX_SPREAD, "a day"))?;
+        let upload_spread = layers.required(
+            Key::UploadSpread,
+            within(Key::UploadSpread, MAX_SPREAD, "a day"),
+        )?;
 
         let ca_cert = match &layers.flags.cacert {
             Some(path) => {

@@ -315,6 +315,16 @@ impl Setting {
         format!("{} ({}{unit}){default}", self.help, sources.join(", "))
     }
 
+    /// A duration written in this setting's syntax (minutes, seconds or
+    /// a duration); for a setting of another syntax, a plain duration.
+    pub fn parse_duration(&self, value: &str) -> Result<Duration, String> {
+        match self.syntax {
+            Syntax::Minutes => parse_minutes(value),
+            Syntax::Seconds => parse_seconds(value),
+            _ => parse_duration(value),
+        }
+    }
+
     /// Whether a value may carry credentials (a URL's `user:password@`):
     /// such a value is never quoted back in an error.
     pub fn may_hold_a_secret(&self) -> bool {
@@ -332,9 +342,9 @@ impl Setting {
             Syntax::Uuid => uuid::Uuid::parse_str(value)
                 .map(drop)
                 .map_err(|err| format!("not a UUID: {err}")),
-            Syntax::Minutes => parse_minutes(value).map(drop),
-            Syntax::Seconds => parse_seconds(value).map(drop),
-            Syntax::Duration => parse_duration(value).map(drop),
+            Syntax::Minutes | Syntax::Seconds | Syntax::Duration => {
+                self.parse_duration(value).map(drop)
+            }
             Syntax::Count => parse_count(value).map(drop),
             Syntax::Identifier => check_identifier(value),
             Syntax::ProxyUrl => {
