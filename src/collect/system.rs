@@ -29,6 +29,13 @@ pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
     )?;
     m.command("system/chronyc-tracking.txt", "chronyc", ["-n", "tracking"])?;
     m.command("system/chronyc-sources.txt", "chronyc", ["-n", "sources"])?;
+    // Which OS image booted and which is staged: the diagnosis compares it
+    // with the image machine-config-daemon rebased to (docs/diagnosis.md).
+    m.command(
+        "system/rpm-ostree-status.json",
+        "rpm-ostree",
+        ["status", "--json"],
+    )?;
     let summary = summary(&m.ctx().root.display().to_string(), m.ctx().is_live_root());
     let mut data = serde_json::to_vec_pretty(&summary).unwrap_or_default();
     data.push(b'\n');
@@ -144,5 +151,8 @@ mod tests {
         assert!(summary["memory"]["total_bytes"].as_u64().unwrap() > 0);
         assert!(summary["memory"]["cpu_count"].as_u64().unwrap() > 0);
         assert_ne!(report.status, Status::Skipped);
+        let status: Value =
+            serde_json::from_slice(sink.get("system/rpm-ostree-status.json").unwrap()).unwrap();
+        assert_eq!(status["deployments"][0]["booted"], true);
     }
 }

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::classify::classify;
+use super::files;
 use super::finding::{Consequence, Diagnosis, Evidence, Finding, FORMAT_VERSION};
 use super::line;
 use super::normalise;
@@ -16,6 +17,9 @@ use crate::records::{Outcome, Summary};
 
 /// This boot's whole journal, which repeats every unit member's lines.
 const WHOLE_JOURNAL: &str = "journal/this-boot.log";
+/// The previous boot's journal: a rebase logged there was followed by a
+/// reboot into this boot.
+const PREVIOUS_JOURNAL: &str = "journal/previous-boot.log";
 /// Evidence lines kept per finding in the output.
 pub const MAX_EVIDENCE_PER_FINDING: usize = 8;
 /// Findings in the output.
@@ -50,6 +54,9 @@ pub struct Engine {
     /// Unit, time, the `Failed with result` line, recovered in its member.
     unit_failures: Vec<(String, Option<i64>, Evidence, bool)>,
     summary: Option<Summary>,
+    /// Host files read whole (`files.rs`): path, text, and whether its
+    /// line numbers are the archived member's.
+    host_files: Vec<(String, String, bool)>,
     members: u64,
     lines: u64,
     /// Lines with an anchor the read budget left unread.
@@ -80,6 +87,17 @@ impl Engine {
         if scanner.kind == Kind::RecordsSummary {
             if !scanner.document_overflow {
                 self.summary = serde_json::from_slice(&scanner.document).ok();
+            }
+            return;
+        }
+        if scanner.kind == Kind::HostFile {
+            // A file cut by its cap is not read: half a route table lies.
+            if !scanner.document_overflow {
+                self.host_files.push((
+                    scanner.path.clone(),
+                    String::from_utf8_lossy(&scanner.document).into_owned(),
+                    placement.archived && placement.dropped_bytes == 0,
+                ));
             }
             return;
         }
@@ -215,6 +233,8 @@ impl Engine {
 
     /// Correlates and orders everything absorbed.
     pub fn finish(mut self) -> Diagnosis {
+        self.judge_observations();
+        self.read_host_files();
         self.attach_records();
         self.attach_unit_failures();
         let mut findings: Vec<(Severity, Option<i64>, usize, Finding)> = self
@@ -250,6 +270,220 @@ impl Engine {
         }
     }
 
+    /// A finding from facts or host files: its signal, evidence and times.
+    fn add_derived(&mut self, signal: &Signal, evidence: Vec<(Option<i64>, Evidence)>) {
+        let first = evidence.iter().filter_map(|(at, _)| *at).min();
+        let last = evidence.iter().filter_map(|(at, _)| *at).max();
+        let seq = self.seq;
+        self.seq += 1;
+        let acc = self.acc_for(signal);
+        acc.count += 1;
+        acc.first_at = min_opt(acc.first_at, first);
+        acc.last_at = max_opt(acc.last_at, last);
+        acc.unrecovered_somewhere = true;
+        for (at, ev) in evidence {
+            if !acc.evidence.iter().any(|(_, _, e)| e.text == ev.text) {
+                acc.evidence.push((at, seq, ev));
+            }
+        }
+    }
+
+    /// The host files read whole (`files.rs`): resolv.conf against the
+    /// cluster network's routes, `ip addr`'s flags, the hostname.
+    fn read_host_files(&mut self) {
+        let files = std::mem::take(&mut self.host_files);
+        let text = |name: &str| {
+            files
+                .iter()
+                .find(|(p, _, _)| p == name)
+                .map(|(_, t, _)| t.as_str())
+        };
+        let numbered = |name: &str| files.iter().any(|(p, _, n)| p == name && *n);
+        let routes: Vec<(&'static str, &str)> = [files::ROUTES, files::ROUTES6]
+            .into_iter()
+            .filter_map(|p| Some((p, text(p)?)))
+            .collect();
+        let mut found = Vec::new();
+        if let Some(resolv) = text(files::RESOLV) {
+            found.extend(files::nameserver_in_cluster_network(resolv, &routes));
+        }
+        if let Some(addrs) = text(files::ADDRS) {
+            found.extend(files::dad_failed(addrs));
+        }
+        if let Some(name) = text(files::HOSTNAME) {
+            found.extend(files::hostname_has_etcd(name));
+        }
+        for f in found {
+            let evidence = f
+                .lines
+                .into_iter()
+                .map(|(path, line, text)| {
+                    (
+                        None,
+                        Evidence {
+                            path: path.to_owned(),
+                            line: numbered(path).then_some(line),
+                            text: line::shorten(&text, super::MAX_EVIDENCE_CHARS),
+                            at: None,
+                            unit: None,
+                        },
+                    )
+                })
+                .collect();
+            self.add_derived(&f.signal, evidence);
+        }
+        self.host_files = files;
+    }
+
+    /// Facts compared across lines and members (`Nature::Observed`): an
+    /// interface whose DHCP address changed, an OS image that did not boot
+    /// after machine-config-daemon rebased to it. The facts themselves are
+    /// no findings.
+    fn judge_observations(&mut self) {
+        let (facts, accs): (Vec<Acc>, Vec<Acc>) = std::mem::take(&mut self.accs)
+            .into_iter()
+            .partition(|a| a.signal.nature == Nature::Observed);
+        self.accs = accs;
+        let first_evidence = |a: &Acc| {
+            a.evidence
+                .iter()
+                .min_by_key(|(at, seq, _)| (at.unwrap_or(i64::MAX), *seq))
+                .map(|(at, _, e)| (*at, e.clone()))
+        };
+        // Leases: `dhcp4 ens3 A` then `dhcp4 ens3 B`.
+        let mut leases: Vec<&Acc> = facts
+            .iter()
+            .filter(|a| a.signal.category == Category::IpChanged)
+            .collect();
+        leases.sort_by_key(|a| a.first_at.unwrap_or(i64::MAX));
+        let mut done: Vec<&str> = Vec::new();
+        for (i, first) in leases.iter().enumerate() {
+            let Some((iface_key, address)) = first.signal.key.rsplit_once(' ') else {
+                continue;
+            };
+            if done.contains(&iface_key) {
+                continue;
+            }
+            let Some(later) = leases[i + 1..].iter().find(|a| {
+                a.signal
+                    .key
+                    .rsplit_once(' ')
+                    .is_some_and(|(k, addr)| k == iface_key && addr != address)
+            }) else {
+                continue;
+            };
+            done.push(iface_key);
+            let new_address = later.signal.key.rsplit_once(' ').map_or("", |(_, a)| a);
+            let iface = iface_key.split_once(' ').map_or(iface_key, |(_, i)| i);
+            let signal = Signal::new(
+                Category::IpChanged,
+                iface,
+                format!("{iface}'s DHCP address changed from {address} to {new_address} (NetworkManager new lease): the cluster knows the host by the first"),
+                Nature::Transient,
+            );
+            let evidence = [first_evidence(first), first_evidence(later)]
+                .into_iter()
+                .flatten()
+                .collect();
+            self.add_derived(&signal, evidence);
+        }
+        self.judge_os_image(&facts);
+    }
+
+    /// The OS image machine-config-daemon last rebased to, against what
+    /// booted after it: its own `Booted osImageURL` in a later run, or
+    /// rpm-ostree's status when the rebase was in the previous boot.
+    fn judge_os_image(&mut self, facts: &[Acc]) {
+        let of_role = |role: &str| -> Vec<&Acc> {
+            facts
+                .iter()
+                .filter(|a| {
+                    a.signal.category == Category::OsImageMismatch && a.signal.key.starts_with(role)
+                })
+                .collect()
+        };
+        let Some(target) = of_role("target ")
+            .into_iter()
+            .max_by_key(|a| a.last_at.unwrap_or(i64::MIN))
+        else {
+            return;
+        };
+        let want = &target.signal.key["target ".len()..];
+        let target_line = target
+            .evidence
+            .iter()
+            .max_by_key(|(at, seq, _)| (at.unwrap_or(i64::MIN), *seq))
+            .map(|(at, _, e)| (*at, e.clone()));
+        // The daemon's own word after a reboot.
+        let booted_after = of_role("booted ")
+            .into_iter()
+            .filter(|a| matches!((a.last_at, target.last_at), (Some(b), Some(t)) if b > t))
+            .max_by_key(|a| a.last_at);
+        let mut mismatch: Option<(String, (Option<i64>, Evidence))> = None;
+        if let Some(booted) = booted_after {
+            let have = &booted.signal.key["booted ".len()..];
+            if have == "-" || !files::same_image(have, want) {
+                let line = booted
+                    .evidence
+                    .iter()
+                    .max_by_key(|(at, seq, _)| (at.unwrap_or(i64::MIN), *seq))
+                    .map(|(at, _, e)| (*at, e.clone()));
+                mismatch = line.map(|l| (have.to_owned(), l));
+            }
+        } else if target
+            .evidence
+            .iter()
+            .all(|(_, _, e)| e.path == PREVIOUS_JOURNAL)
+        {
+            // Rebased in the previous boot: this boot runs what booted.
+            let status = self
+                .host_files
+                .iter()
+                .find(|(p, _, _)| p == files::RPM_OSTREE)
+                .and_then(|(_, t, _)| files::deployments(t));
+            if let Some(d) = status {
+                let booted_is = d
+                    .booted
+                    .as_deref()
+                    .is_some_and(|b| files::same_image(b, want));
+                let staged_is = d
+                    .staged
+                    .as_deref()
+                    .is_some_and(|s| files::same_image(s, want));
+                if !booted_is && !staged_is {
+                    let have = d.booted.clone().unwrap_or_else(|| "-".into());
+                    let ev = Evidence {
+                        path: files::RPM_OSTREE.into(),
+                        line: None,
+                        text: line::shorten(&d.booted_text, super::MAX_EVIDENCE_CHARS),
+                        at: None,
+                        unit: None,
+                    };
+                    mismatch = Some((have, (None, ev)));
+                }
+            }
+        }
+        let Some((have, booted_line)) = mismatch else {
+            return;
+        };
+        let have = if have == "-" {
+            "the boot image's own OS (never pivoted)".to_owned()
+        } else {
+            have
+        };
+        let signal = Signal::new(
+            Category::OsImageMismatch,
+            want,
+            format!("the host booted {have}, not {want}, the OS image machine-config-daemon rebased to: the pivot did not take (OCPBUGS-5379)"),
+            Nature::Fatal,
+        );
+        let evidence = target_line
+            .into_iter()
+            .chain(std::iter::once(booted_line))
+            .collect();
+        self.add_derived(&signal, evidence);
+    }
+
     /// Failed bootstrap services (records) become consequences of the
     /// finding their error message names, or of the earliest finding seen
     /// in that unit before the failure, or `other` findings.
@@ -273,7 +507,7 @@ impl Engine {
                 let signal = message
                     .lines()
                     .filter_map(|l| classify(normalise::parse(l).message))
-                    .find(|s| s.nature != Nature::Recovery);
+                    .find(|s| matches!(s.nature, Nature::Fatal | Nature::Transient));
                 if let Some(signal) = signal {
                     let acc = self.acc_for(&signal);
                     acc.first_at = min_opt(acc.first_at, at);
@@ -312,7 +546,11 @@ impl Engine {
     fn cause_in_unit(&mut self, unit: &str, at: Option<i64>) -> Option<&mut Acc> {
         self.accs
             .iter_mut()
-            .filter(|a| a.signal.category != Category::Other && a.units.iter().any(|u| u == unit))
+            .filter(|a| {
+                a.signal.category != Category::Other
+                    && a.signal.nature != Nature::Note
+                    && a.units.iter().any(|u| u == unit)
+            })
             .filter(|a| match (a.first_at, at) {
                 (Some(first), Some(at)) => first <= at,
                 _ => true,
@@ -408,6 +646,8 @@ fn push_consequence(acc: &mut Acc, consequence: Consequence, at: Option<i64>) {
 fn persistence(category: Category) -> Option<(i64, u64)> {
     match category {
         Category::ApiUnreachable | Category::CsrPending => Some((20 * 60, 3)),
+        // ovnkube writes the CNI configuration minutes after kubelet starts.
+        Category::PodNetwork => Some((30 * 60, 3)),
         Category::DnsResolution
         | Category::Proxy
         | Category::McsUnreachable
@@ -416,6 +656,7 @@ fn persistence(category: Category) -> Option<(i64, u64)> {
         | Category::EgressBlocked
         | Category::ImagePull
         | Category::MtuMismatch
+        | Category::DiskIo
         | Category::Hostname => Some((5 * 60, 3)),
         Category::EtcdSlowDisk => Some((10 * 60, 20)),
         _ => None,
@@ -423,6 +664,10 @@ fn persistence(category: Category) -> Option<(i64, u64)> {
 }
 
 fn severity(acc: &Acc) -> Severity {
+    // A note is never a cause, whatever followed it.
+    if acc.signal.nature == Nature::Note {
+        return Severity::Info;
+    }
     let count = acc.count.max(acc.count_whole_journal);
     if acc.consequences.iter().any(|(c, _)| !c.recovered) {
         return Severity::Error;
@@ -433,7 +678,7 @@ fn severity(acc: &Acc) -> Severity {
     let recovered = acc.recovered && !acc.unrecovered_somewhere;
     let benign = matches!(
         acc.signal.category,
-        Category::ApiUnreachable | Category::CsrPending
+        Category::ApiUnreachable | Category::CsrPending | Category::PodNetwork
     );
     if recovered {
         // A link that keeps going down and up is not a retry that worked.
@@ -445,7 +690,8 @@ fn severity(acc: &Acc) -> Severity {
     }
     match acc.signal.nature {
         Nature::Fatal if !acc.recovered => Severity::Error,
-        Nature::Fatal | Nature::Recovery => Severity::Warning,
+        Nature::Fatal | Nature::Recovery | Nature::Observed => Severity::Warning,
+        Nature::Note => Severity::Info,
         Nature::Transient => {
             let lasting = persistence(acc.signal.category).is_some_and(|(secs, min_count)| {
                 let span = match (acc.first_at, acc.last_at) {

@@ -168,6 +168,32 @@ pub(super) fn duplicate_ip(msg: &str) -> Option<Signal> {
 }
 
 /// The first IPv4 or IPv6 address in `text`.
+/// A DHCP lease's address, as NetworkManager logs it
+/// (src/core/dhcp/nm-dhcp-client.c, 1.36 and later:
+/// `dhcp4 (ens3): state changed new lease, address=192.168.122.10`). A
+/// fact, not a problem: the engine compares the addresses an interface was
+/// given (triage signature IpChangedAfterReboot, which compares the
+/// discovery inventory's address with the same NetworkManager line).
+/// Key: `dhcp4 ens3 192.168.122.10`.
+pub(super) fn lease(msg: &str) -> Option<Signal> {
+    let rest = after(msg, "new lease, address=")?;
+    let address = token_until(rest, &[',', ' ', '"', '\\']);
+    address.parse::<std::net::IpAddr>().ok()?;
+    let head = &msg[..msg.find("state changed new lease")?];
+    let at = head.rfind("dhcp")?;
+    let family = token_until(&head[at..], &[' ', '(']);
+    let iface = after(&head[at..], "(").map_or("", |r| token_until(r, &[')']));
+    if family.is_empty() || iface.is_empty() {
+        return None;
+    }
+    Some(Signal::new(
+        Category::IpChanged,
+        format!("{family} {iface} {address}"),
+        format!("{iface} leased {address} ({family})"),
+        Nature::Observed,
+    ))
+}
+
 pub(super) fn ip_in(text: &str) -> Option<&str> {
     text.split(|c: char| !(c.is_ascii_hexdigit() || c == '.' || c == ':'))
         .map(|t| t.trim_matches(':'))
@@ -197,5 +223,22 @@ mod tests {
         let s = duplicate_ip("<warn> [1] device (eth0): IPv4: conflict detected for IP address 10.0.0.5 with host 52:54:00:aa:bb:cc").unwrap_or_else(|| duplicate_ip("IPv4: Conflict detected for IP address 10.0.0.5").unwrap());
         assert_eq!(s.key, "10.0.0.5");
         assert_eq!(ip_in("fe80::1 dup"), Some("fe80::1"));
+    }
+
+    #[test]
+    fn a_lease_is_a_fact_keyed_by_interface_and_address() {
+        // NetworkManager 1.42's wording, with and without ACD's suffix.
+        let s = lease("<info>  [1700000000.1234] dhcp4 (ens3): state changed new lease, address=192.168.122.10").unwrap();
+        assert_eq!(s.category, Category::IpChanged);
+        assert_eq!(s.nature, Nature::Observed);
+        assert_eq!(s.key, "dhcp4 ens3 192.168.122.10");
+        let s = lease(
+            "<info>  [1.2] dhcp6 (br-ex): state changed new lease, address=fd00::15, acd pending",
+        )
+        .unwrap();
+        assert_eq!(s.key, "dhcp6 br-ex fd00::15");
+        // `no lease` and a lease without an address say nothing.
+        assert!(lease("dhcp4 (ens3): state changed no lease").is_none());
+        assert!(lease("dhcp4 (ens3): state changed new lease, address=").is_none());
     }
 }

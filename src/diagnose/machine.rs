@@ -102,6 +102,23 @@ pub(super) fn daemon(msg: &str) -> Option<Signal> {
         "failed to extract",
         "Failed to extract",
     ];
+    // The rendered config a pool or node names does not exist (triage
+    // signature MissingMC): a lister's or the API's NotFound, apimachinery
+    // `pkg/api/errors/errors.go` `%s %q not found`, e.g.
+    // `machineconfig.machineconfiguration.openshift.io "rendered-master-…" not found`.
+    if let Some(rest) = after(msg, ".machineconfiguration.openshift.io ") {
+        let name = token_until(rest.trim_start_matches(['"', '\\']), &['"', '\\', ' ']);
+        if name.starts_with("rendered-")
+            && after(rest, name).is_some_and(|r| r.contains("not found"))
+        {
+            return Some(Signal::new(
+                Category::MachineConfig,
+                name,
+                format!("rendered config {name} not found: the pool names a MachineConfig that does not exist"),
+                Nature::Fatal,
+            ));
+        }
+    }
     let what = FAILURES.iter().find(|w| msg.contains(*w))?;
     let detail = after(msg, what).map_or(String::new(), |r| {
         let r = r.trim_start_matches([':', ' ', '"', '\\']);
@@ -116,6 +133,35 @@ pub(super) fn daemon(msg: &str) -> Option<Signal> {
         "machine-config-daemon",
         format!("machine-config-daemon could not apply the config ({what}{detail})"),
         Nature::Fatal,
+    ))
+}
+
+/// The OS image machine-config-daemon rebases to, or says it booted
+/// (pkg/daemon/rpm-ostree.go `Executing rebase to %s` and `Executing local
+/// container storage rebase to %s`, which follow update.go's `Updating OS
+/// to layered image %q`; daemon.go `Booted osImageURL: %s (%s) %s`,
+/// where an empty URL is an OS that was never pivoted). A fact: the engine
+/// compares the target with what booted after it (triage signatures
+/// OSTreeCommitMismatch and MissingOSTreePivot). Key: `target URL` or
+/// `booted URL` (`booted -` for none).
+pub(super) fn os_target(msg: &str) -> Option<Signal> {
+    let (role, rest) = if let Some(rest) = after(msg, "Booted osImageURL: ") {
+        ("booted", rest)
+    } else if msg.contains("Executing ") {
+        ("target", after(msg, "rebase to ")?)
+    } else {
+        return None;
+    };
+    let url = token_until(rest.trim_start_matches(['"', '\\']), &['"', '\\', ' ']);
+    if role == "target" && url.is_empty() {
+        return None;
+    }
+    let url = if url.is_empty() { "-" } else { url };
+    Some(Signal::new(
+        Category::OsImageMismatch,
+        format!("{role} {url}"),
+        format!("machine-config-daemon: {role} OS image {url}"),
+        Nature::Observed,
     ))
 }
 
@@ -206,5 +252,52 @@ mod tests {
         let s = manifest("failed to create cluster-config.yaml: error converting YAML to JSON: yaml: line 4: mapping values are not allowed in this context").unwrap();
         assert_eq!(s.key, "cluster-config.yaml");
         assert!(manifest("error parsing the date").is_none());
+    }
+
+    #[test]
+    fn a_missing_rendered_config_is_named() {
+        // A lister's NotFound (machineconfig) and the API's (machineconfigs),
+        // the latter as kubelet-style escaped quotes.
+        for line in [
+            r#"Marking Degraded due to: machineconfig.machineconfiguration.openshift.io "rendered-master-0a1b2c3d4e5f60718293a4b5c6d7e8f9" not found"#,
+            r#"err="machineconfigs.machineconfiguration.openshift.io \"rendered-master-0a1b2c3d4e5f60718293a4b5c6d7e8f9\" not found""#,
+        ] {
+            let s = daemon(line).unwrap();
+            assert_eq!(
+                s.key, "rendered-master-0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+                "{line}"
+            );
+            assert_eq!(s.nature, Nature::Fatal);
+        }
+        // Other NotFound errors of the group keep the generic reading.
+        let s = daemon(r#"Marking Degraded due to: machineconfigpool.machineconfiguration.openshift.io "infra" not found"#).unwrap();
+        assert_eq!(s.key, "machine-config-daemon");
+    }
+
+    #[test]
+    fn rebase_targets_and_booted_images_are_facts() {
+        let s = os_target("I0101 00:00:00.000000    2345 rpm-ostree.go:201] Executing rebase to quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:aa11").unwrap();
+        assert_eq!(
+            s.key,
+            "target quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:aa11"
+        );
+        assert_eq!(s.nature, Nature::Observed);
+        let s = os_target(
+            "rpm-ostree.go:228] Executing local container storage rebase to quay.io/x@sha256:bb22",
+        )
+        .unwrap();
+        assert_eq!(s.key, "target quay.io/x@sha256:bb22");
+        // Someone else's words about a rebase are no target.
+        assert!(os_target("error: failed to rebase to quay.io/x@sha256:bb22").is_none());
+        let s = os_target(
+            "daemon.go:330] Booted osImageURL: quay.io/x@sha256:bb22 (415.92.202402201450-0) 3c1f",
+        )
+        .unwrap();
+        assert_eq!(s.key, "booted quay.io/x@sha256:bb22");
+        // Never pivoted: the URL is empty.
+        let s =
+            os_target("daemon.go:330] Booted osImageURL:  (414.92.202307070025-0) 9d2e").unwrap();
+        assert_eq!(s.key, "booted -");
+        assert!(os_target("Executing rebase to ").is_none());
     }
 }

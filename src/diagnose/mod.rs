@@ -30,6 +30,8 @@
 //! - `rules.rs`: the rules in precedence order with their anchors;
 //! - `net.rs`, `netconf.rs`, `host.rs`, `tls.rs`, `registry.rs`, `runtime.rs`,
 //!   `storage.rs`, `machine.rs`, `node.rs`: one family of rules each;
+//! - `files.rs`: the host files read whole (resolv.conf against the
+//!   cluster network's routes, `ip addr`, the hostname, rpm-ostree status);
 //! - `normalise.rs`: a line of any shape taken apart ([`parse_line`]);
 //! - `line.rs`: the text helpers of the rules; `signal.rs`: the vocabulary;
 //! - `corpus.rs`, `tests.rs` (tests only): the real corpus scored, the engine.
@@ -40,6 +42,7 @@
 mod anchors;
 mod classify;
 mod engine;
+mod files;
 mod finding;
 mod grams;
 mod host;

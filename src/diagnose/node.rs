@@ -107,6 +107,88 @@ pub fn unit_event(msg: &str) -> Option<(&str, bool)> {
     }
 }
 
+/// A container kubelet keeps restarting (triage signature
+/// ContainerCrashAnalysis, which reads the same kubelet line): pod_workers.go's
+/// `Error syncing pod, skipping` with kuberuntime_manager.go's `failed to
+/// "StartContainer" for "C" with CrashLoopBackOff: "back-off 5m0s
+/// restarting failed container=C pod=P"`. A symptom: its cause is in the
+/// container's own log (crio/pods, read by the rules like any member), so
+/// alone it is a warning. Key: the container.
+pub(super) fn crash_loop(msg: &str) -> Option<Signal> {
+    let head = &msg[..msg.find(" with CrashLoopBackOff")?];
+    let name = if let Some(rest) = after(msg, "restarting failed container=") {
+        token_until(rest, &[' ', '"', '\\'])
+    } else {
+        let quoted = head.trim_end_matches(['"', '\\']);
+        let start = quoted.rfind(['"', ' '])? + 1;
+        &quoted[start..]
+    };
+    if name.is_empty() {
+        return None;
+    }
+    let pod = after(msg, " pod=")
+        .map(|r| token_until(r.trim_start_matches(['"', '\\']), &['(', ' ', '"', '\\']))
+        .filter(|p| !p.is_empty());
+    let summary = match pod {
+        Some(pod) => format!("container {name} keeps crashing (CrashLoopBackOff, pod {pod}): its own log holds the cause"),
+        None => format!("container {name} keeps crashing (CrashLoopBackOff): its own log holds the cause"),
+    };
+    Some(Signal::new(
+        Category::Other,
+        name,
+        summary,
+        Nature::Transient,
+    ))
+}
+
+/// Someone logged in during the installation (triage signature
+/// UserHasLoggedIntoCluster: `pam_unix\((sshd|login):session\): session
+/// opened for user .+ by`), from Linux-PAM modules/pam_unix/pam_unix_sess.c
+/// (`session opened for user %s(uid=%lu) by %s(uid=%lu)`, older `… for user
+/// %s by %s(uid=%lu)`). Not a cause: manual changes may explain what
+/// follows, so it is listed as `info`. Key: `login USER`.
+pub(super) fn login(msg: &str) -> Option<Signal> {
+    let rest = after(msg, "pam_unix(sshd:session): session opened for user ")
+        .map(|r| (r, "ssh"))
+        .or_else(|| {
+            after(msg, "pam_unix(login:session): session opened for user ").map(|r| (r, "console"))
+        });
+    let (rest, how) = rest?;
+    let user = token_until(rest, &['(', ' ']);
+    if user.is_empty() || !rest.contains(" by ") {
+        return None;
+    }
+    Some(Signal::new(
+        Category::Other,
+        format!("login {user}"),
+        format!("{user} logged in ({how}) during the installation: manual changes may explain what follows"),
+        Nature::Note,
+    ))
+}
+
+/// kubelet has no CNI configuration: the pod network never came up
+/// (triage signature CNIConfigurationError, which counts more than 1,000).
+/// ocicni (pkg/ocicni/ocicni.go, in cri-o) `no CNI configuration file in %s.
+/// Has your network provider started?` (`No …` in older releases), through
+/// kubelet's `Container runtime network not ready`. Every node logs it
+/// until ovnkube writes its configuration, so it is normal while it lasts
+/// minutes (`engine.rs`, `persistence`). Key: the configuration directory.
+pub(super) fn cni(msg: &str) -> Option<Signal> {
+    let rest = after(msg, "CNI configuration file in ")?;
+    let dir = token_until(rest, &[' ', '"', '\\']).trim_end_matches('.');
+    let dir = if dir.is_empty() {
+        "CNI configuration"
+    } else {
+        dir
+    };
+    Some(Signal::new(
+        Category::PodNetwork,
+        dir,
+        format!("no CNI configuration in {dir}: the network provider (ovnkube) has not started on this node"),
+        Nature::Transient,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +218,52 @@ mod tests {
             Some(("release-image", true))
         );
         assert_eq!(unit_event("Started bootkube.service: x"), None);
+    }
+
+    #[test]
+    fn crash_loops_name_the_container() {
+        // kubelet's journal line (escaped quotes).
+        let line = r#"E0312 09:01:02.345678    2345 pod_workers.go:1298] "Error syncing pod, skipping" err="failed to \"StartContainer\" for \"etcd\" with CrashLoopBackOff: \"back-off 5m0s restarting failed container=etcd pod=etcd-master-0_openshift-etcd(5c1e)\"" pod="openshift-etcd/etcd-master-0""#;
+        let s = crash_loop(line).unwrap();
+        assert_eq!((s.category, s.key.as_str()), (Category::Other, "etcd"));
+        assert!(
+            s.summary.contains("etcd-master-0_openshift-etcd"),
+            "{}",
+            s.summary
+        );
+        // The event alone is not read (its anchor would cost more than it
+        // adds: the kubelet line comes with it).
+        assert!(crash_loop("Back-off restarting failed container kube-apiserver in pod kube-apiserver-master-1_openshift-kube-apiserver(9d)").is_none());
+        // Older wording without `container=`.
+        let s = crash_loop(r#"failed to "StartContainer" for "ovnkube-node" with CrashLoopBackOff: "Back-off 10s restarting failed""#).unwrap();
+        assert_eq!(s.key, "ovnkube-node");
+    }
+
+    #[test]
+    fn logins_are_notes() {
+        let s = login(
+            "sshd[4242]: pam_unix(sshd:session): session opened for user core(uid=1000) by (uid=0)",
+        )
+        .unwrap();
+        assert_eq!((s.key.as_str(), s.nature), ("login core", Nature::Note));
+        let s = login(
+            "login[1900]: pam_unix(login:session): session opened for user root by LOGIN(uid=0)",
+        )
+        .unwrap();
+        assert_eq!(s.key, "login root");
+        // sudo and systemd's user manager are not a login.
+        assert!(login("sudo[1]: pam_unix(sudo:session): session opened for user root(uid=0) by core(uid=1000)").is_none());
+        assert!(login("systemd[1]: pam_unix(systemd-user:session): session opened for user core(uid=1000) by (uid=0)").is_none());
+    }
+
+    #[test]
+    fn no_cni_configuration_names_the_directory() {
+        for line in [
+            r#"E0312 09:01:02.345678    2345 kubelet.go:2902] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: no CNI configuration file in /etc/kubernetes/cni/net.d/. Has your network provider started?""#,
+            "Network plugin returns error: No CNI configuration file in /etc/kubernetes/cni/net.d/. Has your network provider started?",
+        ] {
+            let s = cni(line).unwrap();
+            assert_eq!((s.category, s.key.as_str()), (Category::PodNetwork, "/etc/kubernetes/cni/net.d/"), "{line}");
+        }
     }
 }

@@ -194,6 +194,14 @@ pub(super) const RULES: &[Rule] = &[
         ],
     },
     Rule {
+        check: storage::io_error,
+        anchors: &[
+            "I/O error, dev ",
+            "Buffer I/O error on dev ",
+            "critical medium error, dev ",
+        ],
+    },
+    Rule {
         check: machine::os_image,
         anchors: &[
             "osImageURL",
@@ -223,7 +231,12 @@ pub(super) const RULES: &[Rule] = &[
             "ailed to pivot",
             "nothing provides",
             "is degraded",
+            ".machineconfiguration.openshift.io ",
         ],
+    },
+    Rule {
+        check: machine::os_target,
+        anchors: &["rebase to ", "Booted osImageURL: "],
     },
     Rule {
         check: netconf::ovs,
@@ -269,6 +282,10 @@ pub(super) const RULES: &[Rule] = &[
             "IPv6 duplicate address",
             "DAD conflicts",
         ],
+    },
+    Rule {
+        check: host::lease,
+        anchors: &["new lease, address="],
     },
     Rule {
         check: host::hostname,
@@ -391,6 +408,18 @@ pub(super) const RULES: &[Rule] = &[
             "blob unknown",
             "unexpected HTTP status: 5",
         ],
+    },
+    Rule {
+        check: node::crash_loop,
+        anchors: &["CrashLoopBackOff"],
+    },
+    Rule {
+        check: node::cni,
+        anchors: &["CNI configuration file in "],
+    },
+    Rule {
+        check: node::login,
+        anchors: &["pam_unix(sshd:session)", "pam_unix(login:session)"],
     },
 ];
 

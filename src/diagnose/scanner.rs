@@ -12,7 +12,7 @@ use super::line;
 use super::normalise::{self, Shape};
 use super::rules::UNIT_EVENT_BIT;
 use super::signal::{Category, Nature, Signal};
-use super::{node, storage};
+use super::{files, node, storage};
 
 /// Lines after a record that are read as its continuation (a message
 /// wrapped by a terminal or a tracker).
@@ -47,6 +47,9 @@ pub(super) enum Kind {
     Df,
     /// `records/summary.json`: kept (bounded) and parsed at the end.
     RecordsSummary,
+    /// A host file read whole when the engine correlates (`files.rs`):
+    /// resolv.conf, the hostname, routes, addresses, rpm-ostree's status.
+    HostFile,
 }
 
 /// Which members are read, and how. Configuration files are left alone:
@@ -59,6 +62,9 @@ fn kind_of(path: &str) -> Option<Kind> {
     }
     if path == "mounts/df-h.txt" {
         return Some(Kind::Df);
+    }
+    if files::is_host_file(path) {
+        return Some(Kind::HostFile);
     }
     let log = path.starts_with("journal/")
         || (path.starts_with("records/") && path.ends_with(".json"))
@@ -341,8 +347,13 @@ impl Scanner {
     }
 
     fn feed_inner(&mut self, data: &[u8]) {
-        if self.kind == Kind::RecordsSummary {
-            let room = MAX_SUMMARY_BYTES.saturating_sub(self.document.len());
+        if matches!(self.kind, Kind::RecordsSummary | Kind::HostFile) {
+            let cap = if self.kind == Kind::HostFile {
+                files::MAX_HOST_FILE
+            } else {
+                MAX_SUMMARY_BYTES
+            };
+            let room = cap.saturating_sub(self.document.len());
             self.document_overflow |= data.len() > room;
             self.document
                 .extend_from_slice(&data[..data.len().min(room)]);
@@ -747,7 +758,7 @@ impl Scanner {
     /// Flushes the last, unterminated line and the record waiting for its
     /// continuations.
     pub fn finish(&mut self) {
-        if self.kind == Kind::RecordsSummary {
+        if matches!(self.kind, Kind::RecordsSummary | Kind::HostFile) {
             return;
         }
         if !self.partial.is_empty() {

@@ -38,11 +38,13 @@ pub enum Category {
     DnsConfig,
     RouteConfig,
     ImagePull,
+    DiskIo,
+    PodNetwork,
     Other,
 }
 
 impl Category {
-    pub const ALL: [Category; 30] = [
+    pub const ALL: [Category; 32] = [
         Category::DnsResolution,
         Category::Proxy,
         Category::RegistryAuth,
@@ -72,6 +74,8 @@ impl Category {
         Category::DnsConfig,
         Category::RouteConfig,
         Category::ImagePull,
+        Category::DiskIo,
+        Category::PodNetwork,
         Category::Other,
     ];
 
@@ -106,6 +110,8 @@ impl Category {
             Category::DnsConfig => "dns_config",
             Category::RouteConfig => "route_config",
             Category::ImagePull => "image_pull",
+            Category::DiskIo => "disk_io",
+            Category::PodNetwork => "pod_network",
             Category::Other => "other",
         }
     }
@@ -142,6 +148,8 @@ impl Category {
             Category::DnsConfig => "The resolver configuration is wrong: check the nameserver lines of /etc/resolv.conf (not a loopback stub, not inside the cluster or service network)",
             Category::RouteConfig => "The host has no usable route: check the default route (ip route, ip -6 route) on the interface the cluster uses",
             Category::ImagePull => "An image pull failed: check the registry's reachability and speed from the host (podman pull IMAGE) and the pull secret",
+            Category::DiskIo => "The disk returns I/O errors: check the device (smartctl -a, the controller and cabling, the virtual disk's backing store) or install to another disk",
+            Category::PodNetwork => "The pod network never came up: read the ovnkube-node / multus pod logs and ovs-configuration.service, which write the CNI configuration",
             Category::Other => "Read the evidence lines and the unit's journal around them",
         }
     }
@@ -175,6 +183,13 @@ pub enum Nature {
     Transient,
     /// The same (category, key) working again; key `*` clears every key.
     Recovery,
+    /// A fact, not a problem (a DHCP lease's address, the OS image a
+    /// rebase targets): the engine compares facts across lines and members
+    /// (`engine.rs`, `judge_observations`) and never shows one alone.
+    Observed,
+    /// Worth knowing, never a cause (someone logged in during the
+    /// installation): always `info`.
+    Note,
 }
 
 /// What one rule says about one line.

@@ -6,6 +6,43 @@
 use super::line::{after, token_until};
 use super::signal::{Category, Nature, Signal};
 
+/// The kernel's I/O errors on a disk (triage signature IOErrorsSignature):
+/// the block layer's `I/O error, dev sda, sector 2048 op 0x1:(WRITE) …`
+/// (block/blk-mq.c `blk_print_req_error`; before 5.x in blk-core.c with a
+/// `blk_update_request: ` prefix), `critical medium error, dev …`, and the
+/// buffer cache's `Buffer I/O error on dev sda4, logical block 0, …`
+/// (fs/buffer.c). Optical, floppy and loop devices are left out: their
+/// errors are the discovery ISO's virtual media going away, not the disk
+/// the host runs from. Key: the device.
+pub(super) fn io_error(msg: &str) -> Option<Signal> {
+    let rest = after(msg, "Buffer I/O error on dev ")
+        .or_else(|| after(msg, "I/O error, dev "))
+        .or_else(|| after(msg, "critical medium error, dev "))?;
+    let dev = token_until(rest, &[',', ' ', ':']);
+    if dev.is_empty()
+        || dev == "?"
+        || ["sr", "fd", "loop"].iter().any(|p| {
+            dev.strip_prefix(p)
+                .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
+        })
+    {
+        return None;
+    }
+    let what = if msg.contains("medium error") {
+        "a medium error"
+    } else {
+        "I/O errors"
+    };
+    Some(Signal::new(
+        Category::DiskIo,
+        dev,
+        format!(
+            "disk {dev} returns {what} (kernel): the install disk or its controller is failing"
+        ),
+        Nature::Transient,
+    ))
+}
+
 /// `df` use at or above which a file system counts as full.
 const FULL_PERCENT: u32 = 98;
 
@@ -264,5 +301,25 @@ mod tests {
             "readlink /var/lib/containers/storage/overlay/l/ABC: no such file or directory"
         )
         .is_some());
+    }
+
+    #[test]
+    fn kernel_io_errors_name_the_disk() {
+        for (line, dev) in [
+            ("kernel: I/O error, dev sda, sector 2048 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 0", "sda"),
+            ("kernel: blk_update_request: I/O error, dev nvme0n1, sector 1953525120 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0", "nvme0n1"),
+            ("kernel: Buffer I/O error on dev sda4, logical block 0, async page read", "sda4"),
+            ("kernel: critical medium error, dev sdb, sector 77 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0", "sdb"),
+        ] {
+            let s = io_error(line).unwrap();
+            assert_eq!((s.category, s.key.as_str()), (Category::DiskIo, dev), "{line}");
+            assert_eq!(s.nature, Nature::Transient);
+        }
+        // The ISO's virtual media going away is not the install disk.
+        assert!(io_error("kernel: I/O error, dev sr0, sector 0 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0").is_none());
+        assert!(io_error(
+            "kernel: Buffer I/O error on dev loop0, logical block 3, async page read"
+        )
+        .is_none());
     }
 }

@@ -214,9 +214,139 @@ fn df_rows_and_config_files() {
     let d = engine_with(&[("mounts/df-h.txt", df)]);
     assert_eq!(d.findings[0].category, Category::DiskFull);
     assert_eq!(d.findings[0].evidence[0].line, Some(2));
-    // Configuration is not an event.
+    // Configuration is not an event; the network members are read whole
+    // (`files.rs`), not for their words.
     assert!(Scanner::for_member("crio/registries.conf").is_none());
-    assert!(Scanner::for_member("network/resolv.conf").is_none());
+    let d = engine_with(&[(
+        "network/resolv.conf",
+        "# proxy mirror failed: no such host\nnameserver 10.0.0.1\n",
+    )]);
+    assert!(d.findings.is_empty(), "{:?}", d.findings);
+}
+
+#[test]
+fn a_nameserver_in_the_cluster_network_is_a_resolver_error() {
+    let routes = "default via 192.168.122.1 dev br-ex proto dhcp src 192.168.122.10 metric 48\n10.128.0.0/14 via 10.128.0.1 dev ovn-k8s-mp0\n";
+    let d = engine_with(&[
+        (
+            "network/resolv.conf",
+            "search c.example.com\nnameserver 10.128.4.1\n",
+        ),
+        ("network/ip-route.txt", routes),
+    ]);
+    let f = &d.findings[0];
+    assert_eq!(
+        (f.category, f.severity),
+        (Category::DnsConfig, Severity::Error)
+    );
+    assert_eq!(f.key, "10.128.4.1");
+    assert_eq!(f.evidence[0].path, "network/resolv.conf");
+    assert_eq!(f.evidence[0].line, Some(2));
+    assert_eq!(f.evidence[1].line, Some(2));
+    // The same nameserver on a host whose cluster network is elsewhere.
+    let d = engine_with(&[
+        ("network/resolv.conf", "nameserver 10.128.4.1\n"),
+        (
+            "network/ip-route.txt",
+            "10.132.0.0/14 via 10.132.0.1 dev ovn-k8s-mp0\n",
+        ),
+    ]);
+    assert!(d.findings.is_empty(), "{:?}", d.findings);
+}
+
+#[test]
+fn a_lease_that_changes_across_the_reboot_is_an_ip_change() {
+    let before = "2026-11-22T09:00:00.000000+0000 m NetworkManager[900]: <info>  [1763802000.1] dhcp4 (ens3): state changed new lease, address=192.168.122.10\n";
+    let after = "2026-11-22T10:00:00.000000+0000 m NetworkManager[901]: <info>  [1763805600.1] dhcp4 (ens3): state changed new lease, address=192.168.122.57\n";
+    let d = engine_with(&[
+        ("journal/previous-boot.log", before),
+        ("journal/this-boot.log", after),
+    ]);
+    assert_eq!(d.findings.len(), 1, "{:?}", d.findings);
+    let f = &d.findings[0];
+    assert_eq!((f.category, f.key.as_str()), (Category::IpChanged, "ens3"));
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.summary
+            .starts_with("ens3's DHCP address changed from 192.168.122.10 to 192.168.122.57"),
+        "{}",
+        f.summary
+    );
+    assert_eq!(f.evidence.len(), 2);
+    // The same address again (a renewal, the next boot) is no finding.
+    let d = engine_with(&[
+        ("journal/previous-boot.log", before),
+        ("journal/this-boot.log", &before.replace("09:00", "10:00")),
+    ]);
+    assert!(d.findings.is_empty(), "{:?}", d.findings);
+}
+
+const REBASE: &str = "2026-11-22T09:10:00.000000+0000 m machine-config-daemon[2100]: I1122 09:10:00.000000    2100 rpm-ostree.go:201] Executing rebase to quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:bb22\n";
+
+#[test]
+fn an_os_image_that_did_not_boot_after_the_rebase_is_a_mismatch() {
+    // rpm-ostree says the boot image's OS is still booted, nothing staged.
+    let status = r#"{"deployments":[{"booted":true,"container-image-reference":"ostree-unverified-registry:quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:aa11","checksum":"c1","version":"414.92.202307070025-0"}]}"#;
+    let d = engine_with(&[
+        ("journal/previous-boot.log", REBASE),
+        ("system/rpm-ostree-status.json", status),
+    ]);
+    let f = &d.findings[0];
+    assert_eq!(
+        (f.category, f.severity),
+        (Category::OsImageMismatch, Severity::Error)
+    );
+    assert!(
+        f.summary.contains("sha256:aa11") && f.summary.contains("sha256:bb22"),
+        "{}",
+        f.summary
+    );
+    assert_eq!(f.evidence[1].path, "system/rpm-ostree-status.json");
+    // Booted into the target: nothing to say.
+    let good = status.replace("aa11", "bb22");
+    let d = engine_with(&[
+        ("journal/previous-boot.log", REBASE),
+        ("system/rpm-ostree-status.json", &good),
+    ]);
+    assert!(d.findings.is_empty(), "{:?}", d.findings);
+    // Rebased in this boot, the reboot still to come: nothing either.
+    let d = engine_with(&[
+        ("journal/this-boot.log", REBASE),
+        ("system/rpm-ostree-status.json", status),
+    ]);
+    assert!(d.findings.is_empty(), "{:?}", d.findings);
+}
+
+#[test]
+fn the_daemon_booting_another_image_after_its_rebase_is_a_mismatch() {
+    let booted = "2026-11-22T09:30:00.000000+0000 m machine-config-daemon[3100]: I1122 09:30:00.000000    3100 daemon.go:330] Booted osImageURL:  (414.92.202307070025-0) 9d2e\n";
+    let d = engine_with(&[
+        ("journal/previous-boot.log", REBASE),
+        ("journal/this-boot.log", booted),
+    ]);
+    let f = &d.findings[0];
+    assert_eq!(f.category, Category::OsImageMismatch);
+    assert!(f.summary.contains("never pivoted"), "{}", f.summary);
+    let fine = booted.replace(
+        "osImageURL:  (",
+        "osImageURL: quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:bb22 (",
+    );
+    let d = engine_with(&[
+        ("journal/previous-boot.log", REBASE),
+        ("journal/this-boot.log", &fine),
+    ]);
+    assert!(d.findings.is_empty(), "{:?}", d.findings);
+}
+
+#[test]
+fn a_login_is_info_and_never_the_headline() {
+    let text = format!(
+        "2026-11-22T09:00:00.000000+0000 m sshd[4242]: pam_unix(sshd:session): session opened for user core(uid=1000) by (uid=0)\n{DNS_LINE}\n"
+    );
+    let d = engine_with(&[("journal/this-boot.log", &text)]);
+    let login = d.findings.iter().find(|f| f.key == "login core").unwrap();
+    assert_eq!(login.severity, Severity::Info);
+    assert!(!d.headline().unwrap_or_default().contains("logged in"));
 }
 
 #[test]
