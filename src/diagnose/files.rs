@@ -15,8 +15,9 @@ use super::signal::{Category, Nature, Signal};
 
 /// Largest host file kept (resolv.conf and hostname are bytes, a route
 /// table or `ip addr` a few KiB; rpm-ostree's JSON lists each package
-/// layered, tens of KiB).
-pub(super) const MAX_HOST_FILE: usize = 256 * 1024;
+/// layered, tens of KiB; `ip addr` on a node with many pods as much):
+/// bounded so that the engine's own memory stays small.
+pub(super) const MAX_HOST_FILE: usize = 128 * 1024;
 
 pub(super) const RESOLV: &str = "network/resolv.conf";
 pub(super) const HOSTNAME: &str = "network/hostname";

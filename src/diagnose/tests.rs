@@ -255,6 +255,20 @@ fn a_nameserver_in_the_cluster_network_is_a_resolver_error() {
 }
 
 #[test]
+fn a_host_file_past_its_cap_is_not_read() {
+    // Half a route table would lie about the cluster network.
+    let mut routes = String::from("10.128.0.0/14 via 10.128.0.1 dev ovn-k8s-mp0\n");
+    while routes.len() <= 128 * 1024 {
+        routes.push_str("local 192.168.122.10 dev br-ex table local proto kernel scope host src 192.168.122.10\n");
+    }
+    let d = engine_with(&[
+        ("network/resolv.conf", "nameserver 10.128.4.1\n"),
+        ("network/ip-route.txt", &routes),
+    ]);
+    assert!(d.findings.is_empty(), "{:?}", d.findings);
+}
+
+#[test]
 fn a_lease_that_changes_across_the_reboot_is_an_ip_change() {
     let before = "2026-11-22T09:00:00.000000+0000 m NetworkManager[900]: <info>  [1763802000.1] dhcp4 (ens3): state changed new lease, address=192.168.122.10\n";
     let after = "2026-11-22T10:00:00.000000+0000 m NetworkManager[901]: <info>  [1763805600.1] dhcp4 (ens3): state changed new lease, address=192.168.122.57\n";
