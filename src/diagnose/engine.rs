@@ -419,8 +419,20 @@ impl Engine {
             .into_iter()
             .filter(|a| matches!((a.last_at, target.last_at), (Some(b), Some(t)) if b > t))
             .max_by_key(|a| a.last_at);
+        let status = self
+            .host_files
+            .iter()
+            .find(|(p, _, _)| p == files::RPM_OSTREE)
+            .and_then(|(_, t, _)| files::deployments(t));
+        let staged_is = status
+            .as_ref()
+            .and_then(|d| d.staged.as_deref())
+            .is_some_and(|s| files::same_image(s, want));
         let mut mismatch: Option<(String, (Option<i64>, Evidence))> = None;
-        if let Some(booted) = booted_after {
+        if staged_is {
+            // Its reboot is still to come: a daemon that restarted before
+            // it says, rightly, that the old image booted.
+        } else if let Some(booted) = booted_after {
             let have = &booted.signal.key["booted ".len()..];
             if have == "-" || !files::same_image(have, want) {
                 let line = booted
@@ -436,21 +448,12 @@ impl Engine {
             .all(|(_, _, e)| e.path == PREVIOUS_JOURNAL)
         {
             // Rebased in the previous boot: this boot runs what booted.
-            let status = self
-                .host_files
-                .iter()
-                .find(|(p, _, _)| p == files::RPM_OSTREE)
-                .and_then(|(_, t, _)| files::deployments(t));
             if let Some(d) = status {
                 let booted_is = d
                     .booted
                     .as_deref()
                     .is_some_and(|b| files::same_image(b, want));
-                let staged_is = d
-                    .staged
-                    .as_deref()
-                    .is_some_and(|s| files::same_image(s, want));
-                if !booted_is && !staged_is {
+                if !booted_is {
                     let have = d.booted.clone().unwrap_or_else(|| "-".into());
                     let ev = Evidence {
                         path: files::RPM_OSTREE.into(),

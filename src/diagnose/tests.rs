@@ -341,6 +341,13 @@ fn the_daemon_booting_another_image_after_its_rebase_is_a_mismatch() {
     let f = &d.findings[0];
     assert_eq!(f.category, Category::OsImageMismatch);
     assert!(f.summary.contains("never pivoted"), "{}", f.summary);
+    // A daemon that restarted before the reboot, the target staged.
+    let staged = r#"{"deployments":[{"staged":true,"container-image-reference":"ostree-unverified-registry:quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:bb22"},{"booted":true,"checksum":"9d2e"}]}"#;
+    let d = engine_with(&[
+        ("journal/this-boot.log", &format!("{REBASE}{booted}")),
+        ("system/rpm-ostree-status.json", staged),
+    ]);
+    assert!(d.findings.is_empty(), "{:?}", d.findings);
     let fine = booted.replace(
         "osImageURL:  (",
         "osImageURL: quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:bb22 (",
