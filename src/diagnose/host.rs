@@ -8,7 +8,8 @@
 //! --initial-advertise-peer-urls`), Go's `bind: cannot assign requested
 //! address`, NetworkManager's address conflict detection (src/core/
 //! nm-l3-ipv4ll.c, nm-device.c: `conflict detected for IP address`,
-//! `already in use in the network by host`) and the kernel's IPv6 DAD.
+//! `already in use in the network by host`) and the kernel's IPv6 DAD; and
+//! the address each DHCP lease gave (a fact the engine compares).
 
 use super::line::{after, token_until};
 use super::signal::{Category, Nature, Signal};

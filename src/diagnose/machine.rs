@@ -1,7 +1,9 @@
 //! Machine config rules: the OS the host runs against the release's (the
 //! pivot / rebase of machine-config-daemon and its firstboot service,
-//! rpm-ostree and ostree), the daemon failing to apply a config for other
-//! reasons, and manifests the installer or cluster-bootstrap cannot read.
+//! rpm-ostree and ostree; the image it rebases to and says it booted, facts
+//! the engine compares), the daemon failing to apply a config for other
+//! reasons (a rendered config that does not exist among them), and
+//! manifests the installer or cluster-bootstrap cannot read.
 //! Texts: machine-config-operator pkg/daemon (update.go `failed to update
 //! OS to %s after retries`, `Failed to update OS to %s (will retry)`,
 //! daemon.go `Marking Degraded due to: %q`, `unexpected on-disk state

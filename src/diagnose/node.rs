@@ -1,6 +1,8 @@
 //! Node rules: kubelet waiting for its certificate signing requests to be
-//! approved, SELinux denials, and systemd's word on the installation's units
-//! (which failed, which finished).
+//! approved, SELinux denials, a container kubelet keeps restarting, kubelet
+//! without a CNI configuration, someone logging in during the installation,
+//! and systemd's word on the installation's units (which failed, which
+//! finished).
 
 use super::line::{after, token_until};
 use super::signal::{Category, Nature, Signal};

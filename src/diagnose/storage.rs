@@ -1,7 +1,7 @@
 //! Disk rules: full file systems (ENOSPC in any log, and `df -h`'s Use%),
 //! etcd complaining about its disk (`slow fdatasync`, `apply request took
-//! too long`), and CRI-O's container storage broken (`layer not known`,
-//! overlay mounts failing).
+//! too long`), CRI-O's container storage broken (`layer not known`,
+//! overlay mounts failing), and the kernel's I/O errors on a disk.
 
 use super::line::{after, token_until};
 use super::signal::{Category, Nature, Signal};
