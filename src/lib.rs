@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod assemble;
 pub mod bounded_read;
 pub mod bundle;
 pub mod bundle_reader;

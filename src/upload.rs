@@ -15,7 +15,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::api::{ApiError, Client, UploadTarget};
-use crate::bundle::{write_bundle, BundleLimits, BundleMeta, Manifest};
+use crate::assemble::write_bundle;
+use crate::bundle::{BundleLimits, BundleMeta, Manifest};
 use crate::collect::CollectContext;
 
 /// Chunks in flight between the producer and the socket: with 64 KiB chunks

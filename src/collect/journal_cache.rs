@@ -1,13 +1,13 @@
 //! The journal cache: between the bundles of one run, each journal member
 //! as it was shipped (redacted, compressed chunks), journalctl's cursor
-//! after its last entry and the diagnosis scanner's state, so that the next
+//! after its last entry and the diagnosis observer's state, so that the next
 //! bundle reads only the entries after the cursor (`Members::journal`).
 //! Bounded by [`CACHE_BYTES`].
 
 use std::collections::BTreeMap;
 
 use super::chunks::Saved;
-use crate::diagnose::Scanner;
+use super::observe::LineObserver;
 
 /// Most memory the cache may hold: with the default caps a journal member
 /// compresses to a few MiB, so this keeps this boot's journal and the
@@ -35,8 +35,8 @@ pub struct CacheEntry {
     pub original_bytes: u64,
     /// Secrets replaced so far.
     pub redactions: usize,
-    /// The diagnosis scanner's state after the last entry read.
-    pub scanner: Option<Scanner>,
+    /// The diagnosis observer's state after the last entry read.
+    pub observer: Option<Box<dyn LineObserver>>,
 }
 
 impl Cache {

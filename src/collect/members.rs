@@ -17,11 +17,11 @@ use super::command::{capture_command, command_line};
 use super::context::CollectContext;
 use super::file::capture_file;
 use super::journal_cache;
+use super::observe::{Observers, Placement};
 use super::report::{
     escape_controls, millis, Budget, FileReport, Status, COLLECTOR_CAP_REASON, MEMBER_CAP_REASON,
     TIME_LIMIT_REASON,
 };
-use crate::diagnose::{Placement, Scanner};
 use crate::redact::Mode;
 
 /// Entries a followed journal stream's first read asks for to learn their
@@ -41,15 +41,6 @@ pub trait Sink {
     fn append_content(&mut self, path: &str, content: &Content) -> io::Result<()> {
         self.append(path, content.len(), &mut content.reader())
     }
-
-    /// A line observer for member `path`, fed the same redacted bytes as the
-    /// member on their way in (the diagnosis engine); `None` = not observed.
-    fn scanner(&mut self, _path: &str) -> Option<Scanner> {
-        None
-    }
-
-    /// Hands back a member's observer once the member is placed.
-    fn scanned(&mut self, _scanner: Scanner, _placement: Placement) {}
 }
 
 /// Per-member options.
@@ -81,6 +72,8 @@ impl Opts {
 pub struct Members<'a> {
     ctx: &'a CollectContext,
     sink: &'a mut dyn Sink,
+    /// The line hook: who watches the members as they go in.
+    observers: &'a mut dyn Observers,
     files: Vec<FileReport>,
     note: Option<String>,
     digest: Option<String>,
@@ -97,6 +90,7 @@ impl<'a> Members<'a> {
     pub(super) fn new(
         ctx: &'a CollectContext,
         sink: &'a mut dyn Sink,
+        observers: &'a mut dyn Observers,
         max_bytes: u64,
         time_limit: Duration,
         started: Instant,
@@ -104,6 +98,7 @@ impl<'a> Members<'a> {
         Self {
             ctx,
             sink,
+            observers,
             files: Vec::new(),
             note: None,
             digest: None,
@@ -246,7 +241,7 @@ impl Members<'_> {
     /// the context (the running agent), the member carries on from the previous bundle's read:
     /// journalctl is asked only for the entries after that read's cursor
     /// (`--after-cursor`, `--show-cursor`), the content and the diagnosis
-    /// scanner's state so far come from the cache, and the new entries are
+    /// observer's state so far come from the cache, and the new entries are
     /// redacted, scanned and compressed once. A read that ends without a
     /// cursor (failed, killed) ships what it has and starts afresh next time.
     ///
@@ -281,8 +276,8 @@ impl Members<'_> {
         run_args.extend(["--quiet", "--show-cursor"].map(OsString::from));
         let mut carried = (0, 0, None);
         let saved = entry.map(|entry| {
-            if limits.scanner.is_some() {
-                limits.scanner = entry.scanner;
+            if limits.observer.is_some() {
+                limits.observer = entry.observer;
             }
             let mut after = OsString::from("--after-cursor=");
             after.push(&entry.cursor);
@@ -315,7 +310,7 @@ impl Members<'_> {
                     saved: follow.saved.clone(),
                     original_bytes: captured.original_bytes,
                     redactions: captured.redactions,
-                    scanner: captured.scanner.as_ref().map(Scanner::resumed),
+                    observer: captured.observer.as_ref().map(|o| o.resumed()),
                 };
                 cache
                     .lock()
@@ -365,7 +360,7 @@ impl Members<'_> {
         }
         let limits = CommandLimits {
             budget,
-            scanner: self.sink.scanner(path),
+            observer: self.observers.observer(path),
             mode,
             timeout: left,
             timeout_reason,
@@ -450,7 +445,7 @@ impl Members<'_> {
         };
         Some(CommandLimits {
             budget,
-            scanner: self.sink.scanner(path),
+            observer: self.observers.observer(path),
             mode: opts.mode,
             timeout,
             timeout_reason,
@@ -471,9 +466,9 @@ impl Members<'_> {
         let mut content = Chunks::new(data.len() as u64);
         content.write(&data);
         let content = content.finish();
-        let scanner = self.sink.scanner(path).map(|mut scanner| {
-            scanner.feed(&data);
-            scanner
+        let observer = self.observers.observer(path).map(|mut observer| {
+            observer.feed(&data);
+            observer
         });
         self.add(
             path,
@@ -488,7 +483,7 @@ impl Members<'_> {
                 redactions,
                 stderr_head: String::new(),
                 duration: started.elapsed(),
-                scanner,
+                observer,
                 follow: None,
             },
         )
@@ -522,9 +517,10 @@ impl Members<'_> {
     }
 
     fn add(&mut self, path: &str, mut captured: Captured) -> io::Result<()> {
-        // Names built from host file names: the tar name and the manifest
-        // carry the same escaped form.
-        let path: &str = &escape_controls(path);
+        // Names built from host file names: escaped and redacted like their
+        // content, the same form in the tar name and in the manifest.
+        let escaped = escape_controls(path);
+        let path: &str = &self.ctx.redactor.redact_str(&escaped);
         let size = captured.content.len();
         let archive = match captured.status {
             Status::Ok | Status::Partial => true,
@@ -536,20 +532,20 @@ impl Members<'_> {
             self.sink.append_content(path, &captured.content)?;
             self.remaining = self.remaining.saturating_sub(size);
         }
-        if let Some(scanner) = captured.scanner.take() {
+        if let Some(observer) = captured.observer.take() {
             // Only a cut member needs its own line count (to renumber the
             // evidence); the chunks know theirs.
             let member_lines = if dropped > 0 {
                 captured.content.lines()
             } else {
-                scanner.lines() + 1
+                observer.lines() + 1
             };
             let placement = Placement {
                 archived: archive,
                 dropped_bytes: dropped,
                 member_lines,
             };
-            self.sink.scanned(scanner, placement);
+            self.observers.observed(observer, placement);
         }
         let mut reason = captured.reason;
         let mut note = |text: String| {

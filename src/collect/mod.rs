@@ -39,6 +39,7 @@ pub mod journal_cache;
 pub mod members;
 pub mod mounts;
 pub mod network;
+pub mod observe;
 pub mod report;
 pub mod system;
 pub mod systemd;
@@ -53,6 +54,7 @@ use std::time::{Duration, Instant};
 // themselves: this one names them all, so importing it would be a circle.
 pub use context::CollectContext;
 pub use members::{Members, Sink};
+pub use observe::{LineObserver, Observers, Placement, Unobserved};
 pub use report::{
     is_cap_reason, Budget, CollectorReport, FileReport, Status, Unlisted, BUNDLE_CAP_REASON,
     MEMBER_CAP_REASON,
@@ -128,12 +130,13 @@ pub const COLLECTORS: &[Collector] = &[
     },
 ];
 
-/// Runs one collector against `sink` and returns its manifest entry. Errs
-/// only when the sink cannot write.
+/// Runs one collector against `sink`, its members watched by `observers`,
+/// and returns its manifest entry. Errs only when the sink cannot write.
 pub fn run(
     spec: &Collector,
     ctx: &CollectContext,
     sink: &mut dyn Sink,
+    observers: &mut dyn Observers,
 ) -> io::Result<CollectorReport> {
     let mut report = run_limited(
         spec.name,
@@ -142,6 +145,7 @@ pub fn run(
         spec.time_limit,
         ctx,
         sink,
+        observers,
     )?;
     report.max_bytes = (spec.max_bytes != u64::MAX).then_some(spec.max_bytes);
     report.time_limit_ms = Some(millis(spec.time_limit));
@@ -155,7 +159,15 @@ pub fn run_collector(
     ctx: &CollectContext,
     sink: &mut dyn Sink,
 ) -> io::Result<CollectorReport> {
-    run_limited(name, collect, u64::MAX, Duration::MAX, ctx, sink)
+    run_limited(
+        name,
+        collect,
+        u64::MAX,
+        Duration::MAX,
+        ctx,
+        sink,
+        &mut Unobserved,
+    )
 }
 
 fn run_limited(
@@ -165,9 +177,10 @@ fn run_limited(
     time_limit: Duration,
     ctx: &CollectContext,
     sink: &mut dyn Sink,
+    observers: &mut dyn Observers,
 ) -> io::Result<CollectorReport> {
     let started = Instant::now();
-    let mut members = Members::new(ctx, sink, max_bytes, time_limit, started);
+    let mut members = Members::new(ctx, sink, observers, max_bytes, time_limit, started);
     collect(&mut members)?;
     let (files, note, digest) = members.into_parts();
     let (status, reason) = summarize(&files, note);
@@ -211,7 +224,7 @@ mod tests {
         };
         let mut sink = MemorySink::new(1 << 20, u64::MAX);
         let started = Instant::now();
-        let report = super::run(&spec, &ctx, &mut sink).unwrap();
+        let report = super::run(&spec, &ctx, &mut sink, &mut Unobserved).unwrap();
         assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(sink.get("a.txt").unwrap(), b"0123456789");
         assert_eq!(sink.get("b.txt").unwrap(), b"fghij");
@@ -238,7 +251,7 @@ mod tests {
             ..spec
         };
         let mut sink = MemorySink::new(1 << 20, u64::MAX);
-        let report = super::run(&spec, &ctx, &mut sink).unwrap();
+        let report = super::run(&spec, &ctx, &mut sink, &mut Unobserved).unwrap();
         let c = &report.files[2];
         assert_eq!(c.status, Status::TimedOut, "{c:?}");
         assert_eq!(

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::bundle::{write_bundle, BundleLimits, BundleMeta, Manifest};
+use crate::assemble::write_bundle;
+use crate::bundle::{BundleLimits, BundleMeta, Manifest};
 use crate::collect::CollectContext;
 use crate::config::DEFAULT_KUBELET_HEALTHZ_URL;
 use crate::contract;
