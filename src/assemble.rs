@@ -15,14 +15,14 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context as _;
 
 use crate::bundle::{
-    BundleLimits, BundleMeta, DiagnosisEntry, Manifest, TarWriter, TruncatedMember, FORMAT_VERSION,
-    MANIFEST_FILES_PER_LIST, MANIFEST_LIST_BYTES, MANIFEST_NAME, MANIFEST_REASON_CHARS,
-    RECORDS_COLLECTOR,
+    BundleLimits, BundleMeta, DiagnosisEntry, Manifest, TarWriter, TruncatedMember, DIAGNOSIS_NAME,
+    FORMAT_VERSION, MANIFEST_FILES_PER_LIST, MANIFEST_LIST_BYTES, MANIFEST_NAME,
+    MANIFEST_REASON_CHARS, RECORDS_COLLECTOR,
 };
 use crate::collect::{
     self, CollectContext, CollectorReport, LineObserver, Observers, Placement, Status,
 };
-use crate::diagnose::{self, Diagnosis, Engine, Scanner, DIAGNOSIS_NAME};
+use crate::diagnose::{self, Diagnosis, Engine, Scanner};
 
 /// Runs every collector and writes one complete tar.gz to `out`.
 ///

@@ -18,159 +18,21 @@
 use std::io::{Read, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
-
 use crate::collect::chunks::{Content, GZIP_LEVEL};
-use crate::collect::{Budget, CollectorReport, Sink, BUNDLE_CAP_REASON, MEMBER_CAP_REASON};
+use crate::collect::{Budget, Sink, BUNDLE_CAP_REASON, MEMBER_CAP_REASON};
 use crate::gzip::Gzip;
 
 /// Plain tar bytes (headers, small members) compressed together into one
 /// gzip member: enough for deflate's window, little memory.
 const PENDING_BYTES: usize = 256 << 10;
 
-/// Name of the records collector, whose digest the manifest repeats.
-pub const RECORDS_COLLECTOR: &str = "records";
-
-/// Top directory of every member.
-pub const TOP_DIR: &str = "host_boot";
-/// Name of the manifest member, relative to [`TOP_DIR`].
-pub const MANIFEST_NAME: &str = "manifest.json";
-pub const FORMAT_VERSION: u32 = 1;
-
-const MIB: u64 = 1024 * 1024;
-
-/// Members the manifest lists per collector, and entries of `truncated`:
-/// the agent makes a few hundred; a host with thousands of record files or
-/// pod logs must not grow the manifest past what `inspect` and the mock
-/// read (8 MiB). The rest are counted (`unlisted`, `truncated_unlisted`).
-pub const MANIFEST_FILES_PER_LIST: usize = 1000;
-/// Bytes of compact JSON one such list may take: with pretty printing,
-/// eight lists stay under 4 MiB.
-pub const MANIFEST_LIST_BYTES: usize = 384 * 1024;
-/// Characters of one reason in the manifest (they quote stderr and name
-/// host files).
-pub const MANIFEST_REASON_CHARS: usize = 2048;
-
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-/// Who and why, copied into the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BundleMeta {
-    pub agent_version: String,
-    pub host_id: String,
-    pub infra_env_id: String,
-    pub cluster_id: Option<String>,
-    pub boot_id: String,
-    pub boot_number: u32,
-    /// The stage the service reported.
-    pub service_stage: Option<String>,
-    /// Why this bundle: "first", "interval", "final".
-    pub reason: String,
-}
-
-/// Size caps on member content (uncompressed). Tar headers and the manifest
-/// add a few KiB on top, far inside the margin to the service's limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BundleLimits {
-    pub total_bytes: u64,
-    pub member_bytes: u64,
-}
-
-impl Default for BundleLimits {
-    /// 200 MiB in all, below assisted-service's 250 MiB upload limit even
-    /// before compression; 64 MiB per member, so one journal cannot take it all.
-    fn default() -> Self {
-        Self {
-            total_bytes: 200 * MIB,
-            member_bytes: 64 * MIB,
-        }
-    }
-}
-
-/// The `manifest.json` member.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
-    pub format_version: u32,
-    /// RFC 3339, UTC.
-    pub generated_at: String,
-    pub meta: BundleMeta,
-    pub limits: BundleLimits,
-    /// In collection order.
-    pub collectors: Vec<CollectorReport>,
-    /// Content bytes of every member except the manifest.
-    pub total_bytes: u64,
-    /// Members cut or left out by a size cap.
-    pub truncated: Vec<TruncatedMember>,
-    /// Such members past what `truncated` lists (its size is bounded).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub truncated_unlisted: usize,
-    /// Secrets replaced in all members.
-    #[serde(default)]
-    pub redactions: usize,
-    /// Bytes written to temporary files while building the bundle: always 0
-    /// since members wait compressed in memory (older agents spilled big
-    /// members to an unlinked file); kept for the readers of both.
-    #[serde(default)]
-    pub spill_bytes: u64,
-    /// One line naming the worst finding of the bootstrap service records
-    /// (see `records::Summary::digest`), for the service's `progress_info`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub records_digest: Option<String>,
-    /// The `diagnosis.json` member (`docs/diagnosis.md`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnosis: Option<DiagnosisEntry>,
-}
-
-/// The manifest's entry for `diagnosis.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DiagnosisEntry {
-    /// Member path, relative to the top directory.
-    pub path: String,
-    pub bytes: u64,
-    /// Findings by severity.
-    pub errors: usize,
-    pub warnings: usize,
-    pub infos: usize,
-    /// The worst finding in one line (also sent as `progress_info`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub headline: Option<String>,
-    /// Time the engine took (line scan, absorbing, correlation), in
-    /// milliseconds: its cost figure (docs/diagnosis.md, bench/run).
-    pub cpu_ms: u64,
-    /// Lines the engine read.
-    #[serde(default)]
-    pub lines_scanned: u64,
-    /// Lines with an anchor the engine's read budget left unread.
-    #[serde(default)]
-    pub lines_unread: u64,
-}
-
-impl Manifest {
-    pub fn collector(&self, name: &str) -> Option<&CollectorReport> {
-        self.collectors.iter().find(|c| c.name == name)
-    }
-
-    /// The records digest: one line (at most 200 characters) naming the
-    /// worst finding of the bootstrap services, `None` when all is well or
-    /// there are no records.
-    pub fn digest(&self) -> Option<&str> {
-        self.records_digest.as_deref()
-    }
-
-    /// The bundle's worst finding in one line, for `progress_info`.
-    pub fn diagnosis_headline(&self) -> Option<&str> {
-        self.diagnosis.as_ref()?.headline.as_deref()
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TruncatedMember {
-    pub path: String,
-    pub reason: String,
-}
+// The format's names and the manifest's types, written here and read by
+// `inspect` and the mock service alike.
+pub use bundle_format::{
+    BundleLimits, BundleMeta, DiagnosisEntry, Manifest, TruncatedMember, DIAGNOSIS_NAME,
+    FORMAT_VERSION, MANIFEST_FILES_PER_LIST, MANIFEST_LIST_BYTES, MANIFEST_NAME,
+    MANIFEST_REASON_CHARS, RECORDS_COLLECTOR, TOP_DIR,
+};
 
 /// The archive being written: a row of gzip members holding one tar stream.
 /// Members are checked against the bundle's caps ([`Sink::budget`]); names

@@ -9,7 +9,6 @@ pub mod api;
 pub mod assemble;
 pub mod bounded_read;
 pub mod bundle;
-pub mod bundle_reader;
 pub mod child;
 pub mod cleanup;
 pub mod cli;

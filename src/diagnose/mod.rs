@@ -68,9 +68,6 @@ pub use scanner::{
 };
 pub use signal::{Category, Nature, Severity, Signal};
 
-/// Name of the member, relative to the bundle's top directory.
-pub const DIAGNOSIS_NAME: &str = "diagnosis.json";
-
 /// What the agent sends as `progress_info`: the last bundle's worst finding
 /// when it has one (it says why), else the bootstrap records' digest (read
 /// from the host, so it shows even when no bundle was taken). Bounded to

@@ -11,11 +11,11 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::bundle::{Manifest, MANIFEST_NAME, TOP_DIR};
-use crate::bundle_reader;
+use crate::bundle::{Manifest, DIAGNOSIS_NAME, MANIFEST_NAME, TOP_DIR};
 use crate::collect::Status;
-use crate::diagnose::{Diagnosis, DIAGNOSIS_NAME};
+use crate::diagnose::Diagnosis;
 use crate::records::{Outcome, Summary};
+use bundle_format::reader as bundle_reader;
 
 use super::args::parse_size;
 
