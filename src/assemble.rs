@@ -30,7 +30,7 @@ use crate::diagnose::{self, Diagnosis, Engine, Scanner};
 /// so members are written as they are produced. Returns the manifest (also
 /// the archive's last member, `manifest.json`) and `out` after the gzip
 /// stream is finished. Fails only if writing to `out` fails.
-pub fn write_bundle<W: Write>(
+pub(crate) fn write_bundle<W: Write>(
     out: W,
     ctx: &CollectContext,
     meta: &BundleMeta,
@@ -160,8 +160,7 @@ fn write_diagnosis<W: Write>(
 /// The engine watches the members it reads through collect's line hook.
 impl Observers for Engine {
     fn observer(&mut self, path: &str) -> Option<Box<dyn LineObserver>> {
-        self.scanner(path)
-            .map(|scanner| Box::new(scanner) as Box<dyn LineObserver>)
+        Scanner::for_member(path).map(|scanner| Box::new(scanner) as Box<dyn LineObserver>)
     }
 
     fn observed(&mut self, observer: Box<dyn LineObserver>, placement: Placement) {

@@ -28,7 +28,7 @@ const PENDING_BYTES: usize = 256 << 10;
 
 // The format's names and the manifest's types, written here and read by
 // `inspect` and the mock service alike.
-pub use bundle_format::{
+pub(crate) use bundle_format::{
     BundleLimits, BundleMeta, DiagnosisEntry, Manifest, TruncatedMember, DIAGNOSIS_NAME,
     FORMAT_VERSION, MANIFEST_FILES_PER_LIST, MANIFEST_LIST_BYTES, MANIFEST_NAME,
     MANIFEST_REASON_CHARS, RECORDS_COLLECTOR, TOP_DIR,
@@ -37,7 +37,7 @@ pub use bundle_format::{
 /// The archive being written: a row of gzip members holding one tar stream.
 /// Members are checked against the bundle's caps ([`Sink::budget`]); names
 /// and content come as they are to be stored.
-pub struct TarWriter<W: Write> {
+pub(crate) struct TarWriter<W: Write> {
     out: W,
     /// Tar bytes (headers, paddings, small members) waiting to be
     /// compressed together into the next gzip member.
@@ -54,7 +54,7 @@ pub struct TarWriter<W: Write> {
 impl<W: Write> TarWriter<W> {
     /// An archive on `out` whose members are dated `now`, its top
     /// directory written.
-    pub fn new(out: W, limits: BundleLimits, now: SystemTime) -> std::io::Result<Self> {
+    pub(crate) fn new(out: W, limits: BundleLimits, now: SystemTime) -> std::io::Result<Self> {
         let mut writer = Self {
             out,
             pending: Vec::new(),
@@ -69,7 +69,7 @@ impl<W: Write> TarWriter<W> {
     }
 
     /// Content bytes of the collectors' members so far.
-    pub fn used(&self) -> u64 {
+    pub(crate) fn used(&self) -> u64 {
         self.used
     }
 
@@ -139,7 +139,7 @@ impl<W: Write> TarWriter<W> {
 
     /// A small member outside the caps (diagnosis, manifest): exactly
     /// `size` bytes of `data`.
-    pub fn append_member(
+    pub(crate) fn append_member(
         &mut self,
         path: &str,
         size: u64,
@@ -164,7 +164,7 @@ impl<W: Write> TarWriter<W> {
     }
 
     /// The end-of-archive blocks, the last gzip member, and `out` back.
-    pub fn finish(mut self) -> std::io::Result<W> {
+    pub(crate) fn finish(mut self) -> std::io::Result<W> {
         self.plain(&[0u8; 1024])?;
         self.flush_pending()?;
         self.out.flush()?;

@@ -14,41 +14,41 @@ use crate::redact::{Mode, StreamRedactor};
 
 /// A member's content and what happened while gathering it.
 #[derive(Debug)]
-pub struct Captured {
-    pub source: String,
+pub(crate) struct Captured {
+    pub(crate) source: String,
     /// Redacted and within budget.
-    pub content: Content,
+    pub(crate) content: Content,
     /// Bytes the source produced (before redaction and capping).
-    pub original_bytes: u64,
+    pub(crate) original_bytes: u64,
     /// Older bytes were dropped to fit the budget.
-    pub truncated: bool,
-    pub cap_reason: &'static str,
-    pub status: Status,
-    pub reason: Option<String>,
-    pub redactions: usize,
+    pub(crate) truncated: bool,
+    pub(crate) cap_reason: &'static str,
+    pub(crate) status: Status,
+    pub(crate) reason: Option<String>,
+    pub(crate) redactions: usize,
     /// Start of the command's stderr, redacted.
-    pub stderr_head: String,
-    pub duration: Duration,
+    pub(crate) stderr_head: String,
+    pub(crate) duration: Duration,
     /// The line observer that saw the content, handed back to the sink.
-    pub observer: Option<Box<dyn LineObserver>>,
+    pub(crate) observer: Option<Box<dyn LineObserver>>,
     /// A followed stream's state after this read (`Members::journal`).
-    pub follow: Option<Followed>,
+    pub(crate) follow: Option<Followed>,
 }
 
 /// Where a followed stream stands after one read.
 #[derive(Debug)]
-pub struct Followed {
+pub(crate) struct Followed {
     /// journalctl's `-- cursor:` line, taken off the content; `None` when
     /// it printed none (nothing new, or it stopped early).
-    pub cursor: Option<String>,
+    pub(crate) cursor: Option<String>,
     /// The whole stream so far, for the next bundle.
-    pub saved: chunks::Saved,
+    pub(crate) saved: chunks::Saved,
     /// Source bytes this read took (the cursor line not included).
-    pub new_bytes: u64,
+    pub(crate) new_bytes: u64,
     /// Lines among them.
-    pub new_lines: u64,
+    pub(crate) new_lines: u64,
     /// Content carried over from earlier bundles.
-    pub reused_bytes: u64,
+    pub(crate) reused_bytes: u64,
 }
 
 impl Captured {

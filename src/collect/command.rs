@@ -233,7 +233,7 @@ fn exit_outcome(exit: ExitStatus, stderr: &str) -> (Status, Option<String>) {
 }
 
 /// First non-empty line of `text`, shortened for the manifest.
-pub fn first_line(text: &str) -> Option<String> {
+pub(crate) fn first_line(text: &str) -> Option<String> {
     const MAX_CHARS: usize = 300;
     let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
     Some(line.chars().take(MAX_CHARS).collect())

@@ -26,10 +26,10 @@ use crate::redact::Mode;
 
 /// Entries a followed journal stream's first read asks for to learn their
 /// size (and all it needs when the stream is that short).
-pub const TAIL_PROBE_ENTRIES: u64 = 2000;
+pub(crate) const TAIL_PROBE_ENTRIES: u64 = 2000;
 
 /// Where finished members go: the archive writer.
-pub trait Sink {
+pub(crate) trait Sink {
     /// The most the next member may hold.
     fn budget(&self) -> Budget;
     /// Adds one complete member (`path` relative to the bundle's top dir) of
@@ -45,21 +45,14 @@ pub trait Sink {
 
 /// Per-member options.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Opts {
-    pub mode: Mode,
+pub(crate) struct Opts {
+    pub(crate) mode: Mode,
     /// A cap of this member's own, below the others.
-    pub max_bytes: Option<u64>,
+    pub(crate) max_bytes: Option<u64>,
 }
 
 impl Opts {
-    pub fn keyfile() -> Self {
-        Self {
-            mode: Mode::Keyfile,
-            max_bytes: None,
-        }
-    }
-
-    pub fn max_bytes(max: u64) -> Self {
+    pub(crate) fn max_bytes(max: u64) -> Self {
         Self {
             mode: Mode::Text,
             max_bytes: Some(max),
@@ -69,7 +62,7 @@ impl Opts {
 
 /// A collector's handle: gathers members into the sink and remembers what
 /// happened to each.
-pub struct Members<'a> {
+pub(crate) struct Members<'a> {
     ctx: &'a CollectContext,
     sink: &'a mut dyn Sink,
     /// The line hook: who watches the members as they go in.
@@ -116,13 +109,13 @@ impl<'a> Members<'a> {
 }
 
 impl Members<'_> {
-    pub fn ctx(&self) -> &CollectContext {
+    pub(crate) fn ctx(&self) -> &CollectContext {
         self.ctx
     }
 
     /// A collector-level remark for the manifest (why everything was
     /// skipped, or what was left out on purpose).
-    pub fn note(&mut self, note: impl Into<String>) {
+    pub(crate) fn note(&mut self, note: impl Into<String>) {
         let note = escape_controls(&note.into()).into_owned();
         self.note = Some(match self.note.take() {
             Some(old) => format!("{old}; {note}"),
@@ -131,19 +124,19 @@ impl Members<'_> {
     }
 
     /// The collector's one-line finding, copied into the manifest.
-    pub fn set_digest(&mut self, digest: Option<String>) {
+    pub(crate) fn set_digest(&mut self, digest: Option<String>) {
         self.digest = digest;
     }
 
     /// Time left before the collector's limit.
-    pub fn time_left(&self) -> Duration {
+    pub(crate) fn time_left(&self) -> Duration {
         self.deadline.map_or(Duration::MAX, |d| {
             d.saturating_duration_since(Instant::now())
         })
     }
 
     /// Bytes the next member may hold.
-    pub fn budget(&self, opts: Opts) -> Budget {
+    pub(crate) fn budget(&self, opts: Opts) -> Budget {
         let mut budget = self.sink.budget();
         if self.remaining < budget.bytes {
             budget = Budget {
@@ -164,7 +157,7 @@ impl Members<'_> {
 
     /// Whether the collector has neither bytes nor time left (callers that
     /// loop over many sources stop early).
-    pub fn exhausted(&self) -> bool {
+    pub(crate) fn exhausted(&self) -> bool {
         self.budget(Opts::default()).bytes == 0 || self.time_left().is_zero()
     }
 
@@ -176,7 +169,7 @@ impl Members<'_> {
     }
 
     /// Runs `program args…` and stores its stdout as `path`.
-    pub fn command<I, S>(&mut self, path: &str, program: &str, args: I) -> io::Result<()>
+    pub(crate) fn command<I, S>(&mut self, path: &str, program: &str, args: I) -> io::Result<()>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -186,7 +179,7 @@ impl Members<'_> {
 
     /// Like [`Members::command`], with a chance to reinterpret the outcome
     /// before it is recorded (journalctl's "no previous boot" is a skip).
-    pub fn command_adjusted<I, S>(
+    pub(crate) fn command_adjusted<I, S>(
         &mut self,
         path: &str,
         program: &str,
@@ -201,7 +194,7 @@ impl Members<'_> {
     }
 
     /// Like [`Members::command`], with per-member options.
-    pub fn command_with<I, S>(
+    pub(crate) fn command_with<I, S>(
         &mut self,
         path: &str,
         program: &str,
@@ -250,7 +243,7 @@ impl Members<'_> {
     /// size per entry tells how many entries the member cap keeps, and a
     /// second read asks journalctl for that many (with a margin) instead of
     /// streaming a journal of any size through the cap.
-    pub fn journal(
+    pub(crate) fn journal(
         &mut self,
         path: &str,
         args: Vec<OsString>,
@@ -395,11 +388,11 @@ impl Members<'_> {
 
     /// Reads the absolute host path `host` under the context's root and
     /// stores it as `path`.
-    pub fn file(&mut self, path: &str, host: &str) -> io::Result<()> {
+    pub(crate) fn file(&mut self, path: &str, host: &str) -> io::Result<()> {
         self.file_with(path, host, Opts::default())
     }
 
-    pub fn file_with(&mut self, path: &str, host: &str, opts: Opts) -> io::Result<()> {
+    pub(crate) fn file_with(&mut self, path: &str, host: &str, opts: Opts) -> io::Result<()> {
         let real = self.ctx.host_path(Path::new(host));
         let source = real.display().to_string();
         // A read stuck on a hung filesystem is bounded like a command.
@@ -455,7 +448,12 @@ impl Members<'_> {
 
     /// Stores content the agent produced itself (summaries). Not truncated:
     /// a cut JSON document is useless, so it is skipped when it does not fit.
-    pub fn generated(&mut self, path: &str, source: &str, mut data: Vec<u8>) -> io::Result<()> {
+    pub(crate) fn generated(
+        &mut self,
+        path: &str,
+        source: &str,
+        mut data: Vec<u8>,
+    ) -> io::Result<()> {
         let started = Instant::now();
         let redactions = self.ctx.redactor.redact(&mut data);
         let budget = self.budget(Opts::default());
@@ -490,12 +488,12 @@ impl Members<'_> {
     }
 
     /// Bytes the last member put in the archive.
-    pub fn last_bytes(&self) -> u64 {
+    pub(crate) fn last_bytes(&self) -> u64 {
         self.files.last().map_or(0, |f| f.bytes)
     }
 
     /// Lists a member that was not attempted.
-    pub fn skip(&mut self, path: &str, source: &str, reason: impl Into<String>) {
+    pub(crate) fn skip(&mut self, path: &str, source: &str, reason: impl Into<String>) {
         self.record_skip(path, source.to_owned(), reason.into());
     }
 

@@ -7,17 +7,17 @@ use std::any::Any;
 
 /// Where a watched member ended up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Placement {
+pub(crate) struct Placement {
     /// The member is in the archive (a skipped or empty failed one is not).
-    pub archived: bool,
+    pub(crate) archived: bool,
     /// Oldest bytes a size cap cut away: the archive keeps the newest.
-    pub dropped_bytes: u64,
+    pub(crate) dropped_bytes: u64,
     /// Lines of the member as archived, for renumbering what was seen.
     pub member_lines: u64,
 }
 
 /// Watches one member's bytes, in the same pass that stores them.
-pub trait LineObserver: Send + std::fmt::Debug {
+pub(crate) trait LineObserver: Send + std::fmt::Debug {
     /// The member's next bytes, in order.
     fn feed(&mut self, data: &[u8]);
     /// Complete lines fed so far.
@@ -31,7 +31,7 @@ pub trait LineObserver: Send + std::fmt::Debug {
 
 /// The hook: an observer for each member worth watching, handed back once
 /// the member is placed.
-pub trait Observers {
+pub(crate) trait Observers {
     /// An observer for member `path`; `None` = not watched.
     fn observer(&mut self, path: &str) -> Option<Box<dyn LineObserver>>;
     /// Takes back a member's observer with where the member ended up.
@@ -39,8 +39,10 @@ pub trait Observers {
 }
 
 /// Watches nothing: collectors run for their members alone.
-pub struct Unobserved;
+#[cfg(test)]
+pub(crate) struct Unobserved;
 
+#[cfg(test)]
 impl Observers for Unobserved {
     fn observer(&mut self, _path: &str) -> Option<Box<dyn LineObserver>> {
         None

@@ -8,22 +8,22 @@ use std::time::Duration;
 
 // The manifest's entries are the bundle format's (`bundle-format`); collect
 // fills them in.
-pub use bundle_format::{cut_chars, CollectorReport, FileReport, Status, Unlisted};
+pub(crate) use bundle_format::{cut_chars, CollectorReport, FileReport, Status};
 
 /// How much the next member may hold, and what limits it, for the manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
-    pub bytes: u64,
-    pub reason: &'static str,
+pub(crate) struct Budget {
+    pub(crate) bytes: u64,
+    pub(crate) reason: &'static str,
 }
 
-pub const MEMBER_CAP_REASON: &str = "member size cap";
-pub const BUNDLE_CAP_REASON: &str = "bundle size cap";
-pub const COLLECTOR_CAP_REASON: &str = "collector size cap";
-pub const TIME_LIMIT_REASON: &str = "collector time limit";
+pub(crate) const MEMBER_CAP_REASON: &str = "member size cap";
+pub(crate) const BUNDLE_CAP_REASON: &str = "bundle size cap";
+pub(crate) const COLLECTOR_CAP_REASON: &str = "collector size cap";
+pub(crate) const TIME_LIMIT_REASON: &str = "collector time limit";
 
 /// Whether a reason names one of the size caps.
-pub fn is_cap_reason(reason: &str) -> bool {
+pub(crate) fn is_cap_reason(reason: &str) -> bool {
     [MEMBER_CAP_REASON, BUNDLE_CAP_REASON, COLLECTOR_CAP_REASON]
         .iter()
         .any(|cap| reason.starts_with(cap))
@@ -93,7 +93,7 @@ pub(super) fn millis(d: Duration) -> u64 {
 /// newline or an escape sequence must reach neither a tar name nor a
 /// terminal raw (docs/bundle.md, "Names"). Borrowed when there is nothing
 /// to escape; escaping an escaped text changes nothing.
-pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
     fn needs_escape(c: char) -> bool {
         c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
     }
