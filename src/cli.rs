@@ -46,10 +46,10 @@ pub(crate) enum Command {
     Ignition(crate::ignition::IgnitionArgs),
     /// Write the same host_boot bundle the agent ships to a file, with no
     /// service involved (for a support engineer on the host).
-    Collect(crate::offline::CollectArgs),
+    Collect(crate::tools::CollectArgs),
     /// Print what matters in a host_boot bundle: collectors, failed units,
     /// the bootstrap services' timeline, redactions.
-    Inspect(crate::offline::InspectArgs),
+    Inspect(crate::tools::InspectArgs),
     /// Check the configuration `run` would use on this host and print each
     /// setting with where its value came from (flag, environment, contract
     /// file, reporter.conf, default).
@@ -82,10 +82,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run(args) => crate::agent::run(args.into()).map_err(Failure::Agent),
         Command::Ignition(args) => crate::ignition::run(&args).map_err(Failure::Tool),
-        Command::Collect(args) => crate::offline::collect_command(&args).map_err(Failure::Tool),
-        Command::Inspect(args) => crate::offline::inspect_command(&args).map_err(Failure::Tool),
+        Command::Collect(args) => crate::tools::collect_command(&args).map_err(Failure::Tool),
+        Command::Inspect(args) => crate::tools::inspect_command(&args).map_err(Failure::Tool),
         Command::Config(ConfigCommand::Check(args)) => {
-            crate::offline::config_check_command(&args.into()).map_err(Failure::Tool)
+            crate::tools::config_check_command(&args.into()).map_err(Failure::Tool)
         }
     }
 }

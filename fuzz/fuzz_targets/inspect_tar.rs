@@ -1,5 +1,5 @@
 #![no_main]
-//! `inspect`'s reading of a bundle (`offline::inspect_from` over the bounded
+//! `inspect`'s reading of a bundle (`tools::inspect_from` over the bounded
 //! reader in `bundle-format`): whatever the archive holds (torn headers, GNU
 //! long names and pax records of any size, members claiming any size, a
 //! manifest of any shape), inspect never panics, never inflates more than its
@@ -13,7 +13,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use bundle_format::reader::{read_members, Next, MAX_NAME_BYTES};
-use assisted_boot_reporter::offline::inspect_from;
+use assisted_boot_reporter::tools::inspect_from;
 use libfuzzer_sys::fuzz_target;
 
 /// Small, so that a bomb costs little per run.

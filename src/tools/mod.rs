@@ -1,4 +1,4 @@
-//! Offline use by a support engineer on the host: `collect -o FILE` writes
+//! The support engineer's tools, run by hand on the host: `collect -o FILE` writes
 //! the very bundle the agent ships, with no service involved
 //! ([`collect`]), and `inspect FILE` prints what matters in a bundle: the
 //! manifest as a table, the records digest, failed units, the bootstrap
