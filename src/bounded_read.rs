@@ -31,11 +31,11 @@ use rustix::fs::{Mode, OFlags};
 
 /// How long one file may take to open and read. The largest cap is read in
 /// milliseconds from any working disk; a read this slow is a hung one.
-pub const DEADLINE: Duration = Duration::from_secs(5);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(5);
 
 /// What a file is, for its size cap and for the messages that name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// One value: `service-url`, `host-id`, `infra-env-id`, `cluster-id`,
     /// the kernel's `boot_id` and `uptime`.
     Value,
@@ -53,7 +53,7 @@ impl Kind {
     /// The most bytes a file of this kind may hold. Each is far above what
     /// its writer produces and far below what would matter in the unit's
     /// 128 MiB (`MemoryHigh=`).
-    pub const fn cap(self) -> u64 {
+    pub(crate) const fn cap(self) -> u64 {
         match self {
             // A URL or a UUID; a URL over 4 KiB is refused by most servers.
             Kind::Value => 4 << 10,
@@ -67,7 +67,7 @@ impl Kind {
         }
     }
 
-    pub const fn describe(self) -> &'static str {
+    pub(crate) const fn describe(self) -> &'static str {
         match self {
             Kind::Value => "one-value file",
             Kind::PullSecret => "pull secret",
@@ -109,7 +109,7 @@ impl ReadError {
     /// True when what stands at the path is no file the agent's writers
     /// leave (a FIFO, a device, too large, not text), as opposed to a disk
     /// that failed to answer.
-    pub fn is_bad_content(&self) -> bool {
+    pub(crate) fn is_bad_content(&self) -> bool {
         matches!(
             self,
             ReadError::NotRegular { .. } | ReadError::TooLarge { .. } | ReadError::NotText { .. }
@@ -119,22 +119,22 @@ impl ReadError {
 
 /// A file's bytes and the permission bits of the inode they were read from.
 #[derive(Debug)]
-pub struct Contents {
-    pub bytes: Vec<u8>,
-    pub mode: u32,
+pub(crate) struct Contents {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) mode: u32,
 }
 
 /// A text file, a leading UTF-8 byte order mark removed (editors on other
 /// systems write one; it is not part of any value).
 #[derive(Debug)]
-pub struct Text {
-    pub text: String,
-    pub mode: u32,
+pub(crate) struct Text {
+    pub(crate) text: String,
+    pub(crate) mode: u32,
 }
 
 /// Reads the regular file at `path` (symlinks followed), at most
 /// `kind.cap()` bytes, within [`DEADLINE`]. `None` when nothing is there.
-pub fn read(path: &Path, kind: Kind) -> Result<Option<Contents>, ReadError> {
+pub(crate) fn read(path: &Path, kind: Kind) -> Result<Option<Contents>, ReadError> {
     let owned = path.to_owned();
     let (done, result) = mpsc::channel();
     let spawned = std::thread::Builder::new()
@@ -163,7 +163,7 @@ pub fn read(path: &Path, kind: Kind) -> Result<Option<Contents>, ReadError> {
 }
 
 /// [`read`], as UTF-8 text.
-pub fn read_text(path: &Path, kind: Kind) -> Result<Option<Text>, ReadError> {
+pub(crate) fn read_text(path: &Path, kind: Kind) -> Result<Option<Text>, ReadError> {
     let Some(Contents { bytes, mode }) = read(path, kind)? else {
         return Ok(None);
     };

@@ -23,7 +23,7 @@ const POLL: Duration = Duration::from_millis(10);
 const STDERR_KEEP: usize = 4096;
 
 /// The live process groups of one agent, and whether it is stopping.
-pub struct Register {
+pub(crate) struct Register {
     state: Mutex<State>,
 }
 
@@ -42,7 +42,7 @@ impl Default for Register {
 }
 
 impl Register {
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             state: Mutex::new(State {
                 stopping: false,
@@ -59,7 +59,7 @@ impl Register {
     /// until the returned handle is dropped. Refused once the agent is
     /// stopping: a child started after [`Register::stop_all`] would outlive
     /// it.
-    pub fn spawn(&'static self, command: &mut Command) -> io::Result<GroupChild> {
+    pub(crate) fn spawn(&'static self, command: &mut Command) -> io::Result<GroupChild> {
         use std::os::unix::process::CommandExt as _;
         // ETXTBSY: an executable still open for writing in a process between
         // fork and exec (a package update, a test writing a script while
@@ -103,7 +103,7 @@ impl Register {
 
     /// Kills every live group and refuses new children from now on; returns
     /// how many groups were live.
-    pub fn stop_all(&self) -> usize {
+    pub(crate) fn stop_all(&self) -> usize {
         let mut state = self.state();
         state.stopping = true;
         for pgid in &state.groups {
@@ -112,7 +112,7 @@ impl Register {
         state.groups.len()
     }
 
-    pub fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         self.state().stopping
     }
 
@@ -122,26 +122,26 @@ impl Register {
 }
 
 /// [`Register::spawn`] in the agent's register.
-pub fn spawn(command: &mut Command) -> io::Result<GroupChild> {
+pub(crate) fn spawn(command: &mut Command) -> io::Result<GroupChild> {
     AGENT.spawn(command)
 }
 
 /// Kills every child the agent still runs and starts no other: the agent is
 /// leaving. Returns how many process groups were live.
-pub fn stop_all() -> usize {
+pub(crate) fn stop_all() -> usize {
     AGENT.stop_all()
 }
 
 /// Whether [`stop_all`] has run: work that can be resumed by the next start
 /// should stop rather than carry on without its children.
-pub fn stopping() -> bool {
+pub(crate) fn stopping() -> bool {
     AGENT.stopping()
 }
 
 /// A running child that leads its own process group. Dropping it kills the
 /// group, so nothing the command left in the background outlives it, and
 /// reaps the leader.
-pub struct GroupChild {
+pub(crate) struct GroupChild {
     child: Child,
     pgid: Pid,
     reaped: bool,
@@ -150,11 +150,11 @@ pub struct GroupChild {
 
 impl GroupChild {
     /// The child, for its pipes.
-    pub fn child(&mut self) -> &mut Child {
+    pub(crate) fn child(&mut self) -> &mut Child {
         &mut self.child
     }
 
-    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         let status = self.child.try_wait()?;
         self.reaped |= status.is_some();
         Ok(status)
@@ -162,7 +162,7 @@ impl GroupChild {
 
     /// Kills the whole group and reaps the leader (waiting at most
     /// [`KILL_GRACE`]).
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = kill_process_group(self.pgid, Signal::KILL);
         let until = Instant::now() + KILL_GRACE;
         while !self.reaped && Instant::now() < until {
@@ -183,16 +183,16 @@ impl Drop for GroupChild {
 
 /// How a [`run_bounded`] command ended.
 #[derive(Debug)]
-pub struct Bounded {
+pub(crate) struct Bounded {
     /// `None`: killed, with its group, at the time limit.
-    pub status: Option<ExitStatus>,
+    pub(crate) status: Option<ExitStatus>,
     /// The start of its stderr.
-    pub stderr: String,
+    pub(crate) stderr: String,
 }
 
 /// Runs `command` with no stdin and no stdout for at most `timeout`, then
 /// kills its group. For commands whose answer is their exit status.
-pub fn run_bounded(command: &mut Command, timeout: Duration) -> io::Result<Bounded> {
+pub(crate) fn run_bounded(command: &mut Command, timeout: Duration) -> io::Result<Bounded> {
     command
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -29,34 +29,34 @@ use std::time::Duration;
 use crate::contract::files;
 use crate::ledger::{write_atomic, LEDGER_FILE};
 
-pub const UNIT_NAME: &str = "assisted-boot-reporter.service";
+pub(crate) const UNIT_NAME: &str = "assisted-boot-reporter.service";
 /// In the state directory while a cleanup is under way.
 pub const CLEANUP_MARKER: &str = "cleanup-started";
 
 #[derive(Debug, Clone)]
-pub struct CleanupPlan {
-    pub config_dir: PathBuf,
-    pub state_dir: PathBuf,
+pub(crate) struct CleanupPlan {
+    pub(crate) config_dir: PathBuf,
+    pub(crate) state_dir: PathBuf,
     /// Sysroot given to `systemctl --root` when not `/`.
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// Longest `systemctl disable` may run before it is killed.
-    pub systemctl_timeout: Duration,
+    pub(crate) systemctl_timeout: Duration,
 }
 
 #[derive(Debug, Default)]
-pub struct CleanupReport {
-    pub removed: Vec<PathBuf>,
-    pub failures: Vec<String>,
-    pub unit_disabled: bool,
+pub(crate) struct CleanupReport {
+    pub(crate) removed: Vec<PathBuf>,
+    pub(crate) failures: Vec<String>,
+    pub(crate) unit_disabled: bool,
     /// The agent was stopped before the unit was disabled: the rest is left
     /// to the next start.
-    pub stopped: bool,
+    pub(crate) stopped: bool,
 }
 
 impl CleanupPlan {
     /// Removes everything it can and reports what it did; one failure does not
     /// stop the rest (the secret goes first, the unit is disabled last).
-    pub fn execute(&self) -> CleanupReport {
+    pub(crate) fn execute(&self) -> CleanupReport {
         let mut report = CleanupReport::default();
         if !cleanup_interrupted(&self.state_dir) {
             let marker = self.state_dir.join(CLEANUP_MARKER);
@@ -137,7 +137,7 @@ impl CleanupPlan {
 }
 
 /// Whether an earlier cleanup was cut short: the next start finishes it.
-pub fn cleanup_interrupted(state_dir: &Path) -> bool {
+pub(crate) fn cleanup_interrupted(state_dir: &Path) -> bool {
     state_dir.join(CLEANUP_MARKER).is_file()
 }
 

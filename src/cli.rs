@@ -32,13 +32,13 @@ pub struct Cli {
     pub log_level: LogLevel,
 
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 // Parsed once at start-up: boxing the big variant would buy nothing.
 #[allow(clippy::large_enum_variant)]
-pub enum Command {
+pub(crate) enum Command {
     /// Report the boot stage and ship boot logs until done (what the systemd unit runs).
     Run(RunArgs),
     /// Print the Ignition fragment that installs the reporter on one host
@@ -46,10 +46,10 @@ pub enum Command {
     Ignition(crate::ignition::IgnitionArgs),
     /// Write the same host_boot bundle the agent ships to a file, with no
     /// service involved (for a support engineer on the host).
-    Collect(crate::offline::CollectArgs),
+    Collect(crate::tools::CollectArgs),
     /// Print what matters in a host_boot bundle: collectors, failed units,
     /// the bootstrap services' timeline, redactions.
-    Inspect(crate::offline::InspectArgs),
+    Inspect(crate::tools::InspectArgs),
     /// Check the configuration `run` would use on this host and print each
     /// setting with where its value came from (flag, environment, contract
     /// file, reporter.conf, default).
@@ -60,7 +60,7 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 // Parsed once at start-up: boxing the big variant would buy nothing.
 #[allow(clippy::large_enum_variant)]
-pub enum ConfigCommand {
+pub(crate) enum ConfigCommand {
     /// Resolve as `run` does, strictly: a reporter.conf line that means
     /// nothing is an error here (the agent only warns). Takes `run`'s flags.
     Check(RunArgs),
@@ -82,10 +82,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run(args) => crate::agent::run(args.into()).map_err(Failure::Agent),
         Command::Ignition(args) => crate::ignition::run(&args).map_err(Failure::Tool),
-        Command::Collect(args) => crate::offline::collect_command(&args).map_err(Failure::Tool),
-        Command::Inspect(args) => crate::offline::inspect_command(&args).map_err(Failure::Tool),
+        Command::Collect(args) => crate::tools::collect_command(&args).map_err(Failure::Tool),
+        Command::Inspect(args) => crate::tools::inspect_command(&args).map_err(Failure::Tool),
         Command::Config(ConfigCommand::Check(args)) => {
-            crate::offline::config_check_command(&args.into()).map_err(Failure::Tool)
+            crate::tools::config_check_command(&args.into()).map_err(Failure::Tool)
         }
     }
 }
@@ -102,36 +102,36 @@ pub enum LogLevel {
 /// Flags of `run`. Every value may also come from the environment or the
 /// discovery contract directory; see `docs/discovery-contract.md`.
 #[derive(Debug, Default, Clone, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Discovery contract directory written by the discovery agent
     /// [default: <root>/etc/assisted-boot-reporter].
     #[arg(long, value_name = "DIR")]
-    pub config_dir: Option<PathBuf>,
+    pub(crate) config_dir: Option<PathBuf>,
 
     /// The agent's own bookkeeping (boot ledger) [default: <root>/var/lib/assisted-boot-reporter].
     #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    pub(crate) state_dir: Option<PathBuf>,
 
     /// Sysroot prefix for every host file read or removed.
     #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
+    pub(crate) root: Option<PathBuf>,
 
     /// File holding the pull secret JSON or a bare agent token (env PULL_SECRET_TOKEN
     /// carries the value itself). Never pass a secret as an argument: any user can read it.
     #[arg(long, value_name = "PATH")]
-    pub pull_secret_file: Option<PathBuf>,
+    pub(crate) pull_secret_file: Option<PathBuf>,
 
     /// CA bundle (PEM) to trust for the service [default: the contract's CA file when present].
     #[arg(long, value_name = "PATH")]
-    pub cacert: Option<PathBuf>,
+    pub(crate) cacert: Option<PathBuf>,
 
     /// Skip TLS verification of the service. Logged as a warning on every start.
     #[arg(long)]
-    pub insecure: bool,
+    pub(crate) insecure: bool,
 
     /// Every other setting: flags built from config's settings table.
     #[command(flatten)]
-    pub settings: SettingFlags,
+    pub(crate) settings: SettingFlags,
 }
 
 impl From<RunArgs> for Flags {
@@ -151,7 +151,7 @@ impl From<RunArgs> for Flags {
 /// The flags of config's settings table: one per setting, its help and
 /// syntax check from the table, so a setting is described once.
 #[derive(Debug, Default, Clone)]
-pub struct SettingFlags(BTreeMap<Key, String>);
+pub(crate) struct SettingFlags(BTreeMap<Key, String>);
 
 impl clap::FromArgMatches for SettingFlags {
     fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {

@@ -16,48 +16,50 @@ use std::time::SystemTime;
 /// machine-config-daemon-firstboot when it is done (MCO
 /// `pkg/daemon/constants/constants.go` `MachineConfigEncapsulatedPath`; the
 /// unit's `ConditionPathExists=`).
-pub const MC_ENCAPSULATED: &str = "/etc/ignition-machine-config-encapsulated.json";
+pub(crate) const MC_ENCAPSULATED: &str = "/etc/ignition-machine-config-encapsulated.json";
 /// Firstboot renames the encapsulated config to this just before the reboot
 /// it queues when the config differs from the booted OS (`RunFirstbootCompleteMachineconfig`);
 /// with no difference it deletes the file and skips the reboot.
-pub const MC_ENCAPSULATED_BAK: &str = "/etc/ignition-machine-config-encapsulated.json.bak";
+pub(crate) const MC_ENCAPSULATED_BAK: &str = "/etc/ignition-machine-config-encapsulated.json.bak";
 /// Appended by the machine config server to every config it serves
 /// (`pkg/server/server.go`, `InitialNodeAnnotationsFilePath`).
-pub const NODE_ANNOTATIONS: &str = "/etc/machine-config-daemon/node-annotations.json";
+pub(crate) const NODE_ANNOTATIONS: &str = "/etc/machine-config-daemon/node-annotations.json";
 /// The in-cluster daemon renames the annotations file once the node is part
 /// of the cluster (`pkg/daemon/daemon.go`, `InitialNodeAnnotationsBakPath`).
-pub const NODE_ANNOTATIONS_BAK: &str = "/etc/machine-config-daemon/node-annotation.json.bak";
+pub(crate) const NODE_ANNOTATIONS_BAK: &str = "/etc/machine-config-daemon/node-annotation.json.bak";
 /// Single node, bootstrap in place: the installed system's `bootkube.service`
 /// runs only while this exists, and its script removes it (and `/opt/openshift`)
 /// once the bootstrap is over (openshift/installer
 /// `data/data/bootstrap/bootstrap-in-place/files/opt/openshift/bootstrap-in-place/master-update.fcc`
 /// and `bootstrap-in-place-post-reboot.sh`).
-pub const BOOTSTRAP_IN_PLACE_KUBECONFIG: &str = "/etc/kubernetes/bootstrap-secrets/kubeconfig";
+pub(crate) const BOOTSTRAP_IN_PLACE_KUBECONFIG: &str =
+    "/etc/kubernetes/bootstrap-secrets/kubeconfig";
 /// The post-reboot bootstrap script itself, written by the same config; kept
 /// as a second sign in case only one of the two survived a partial cleanup.
-pub const BOOTSTRAP_IN_PLACE_SCRIPT: &str = "/usr/local/bin/bootstrap-in-place-post-reboot.sh";
+pub(crate) const BOOTSTRAP_IN_PLACE_SCRIPT: &str =
+    "/usr/local/bin/bootstrap-in-place-post-reboot.sh";
 
 /// What the host's files say right now. Read again every cycle: firstboot and
 /// the bootstrap script change them during the boot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HostSignals {
+pub(crate) struct HostSignals {
     /// The machine config's first application has not finished on this host.
-    pub firstboot_pending: bool,
+    pub(crate) firstboot_pending: bool,
     /// Firstboot applied a config that needed a reboot (classic flow).
-    pub firstboot_rebooted: bool,
+    pub(crate) firstboot_rebooted: bool,
     /// ... and that was before this boot began: this is the boot after it.
-    pub firstboot_rebooted_earlier: bool,
+    pub(crate) firstboot_rebooted_earlier: bool,
     /// The host was configured from the machine config server at all.
-    pub from_machine_config_server: bool,
+    pub(crate) from_machine_config_server: bool,
     /// The single-node bootstrap still runs on this boot.
-    pub bootstrap_in_place: bool,
+    pub(crate) bootstrap_in_place: bool,
 }
 
 impl HostSignals {
     /// Reads the signals under `root` (the sysroot; `/` on a host).
     /// `boot_started` (wall clock) tells a `.bak` renamed on an earlier boot
     /// from one renamed seconds ago, right before the reboot firstboot queued.
-    pub fn read(root: &Path, boot_started: Option<SystemTime>) -> Self {
+    pub(crate) fn read(root: &Path, boot_started: Option<SystemTime>) -> Self {
         let path = |p: &str| root.join(p.trim_start_matches('/'));
         let exists = |p: &str| path(p).symlink_metadata().is_ok();
         let firstboot_pending = exists(MC_ENCAPSULATED);
@@ -83,7 +85,7 @@ impl HostSignals {
 
 /// The install flow, as far as the host and the service tell it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     /// Pointer-ignition boot, firstboot reboot, control-plane boot.
     Classic,
     /// One boot from disk: firstboot applied the config in place.
@@ -100,7 +102,7 @@ pub enum Flow {
 }
 
 impl Flow {
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Flow::Classic => "classic two-boot install",
             Flow::SingleBoot => "single-boot install (machine config applied in place)",
@@ -114,23 +116,23 @@ impl Flow {
 
 /// Host kind upstream gives hosts added to an installed cluster
 /// (`models.HostKindAddToExistingClusterHost`).
-pub const DAY2_HOST_KIND: &str = "AddToExistingClusterHost";
+pub(crate) const DAY2_HOST_KIND: &str = "AddToExistingClusterHost";
 
 /// What the service says about the host, beside its files.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ServiceView<'a> {
+pub(crate) struct ServiceView<'a> {
     /// The host's kind (`AddToExistingClusterHost` on day 2).
-    pub host_kind: Option<&'a str>,
+    pub(crate) host_kind: Option<&'a str>,
     /// The host bootstraps a single-node cluster (its `bootstrap` flag on a
     /// cluster of one control-plane node), when the service said so.
-    pub single_node_bootstrap: bool,
+    pub(crate) single_node_bootstrap: bool,
 }
 
 /// Tells the flow from the host's files, what the service says, and (last)
 /// the boot count. A single node's bootstrap host bootstraps on its first
 /// boot from disk: the service says so even where the bootstrap-in-place
 /// files are missing or gone (`Reporter::signals` folds that in).
-pub fn classify(signals: HostSignals, boot_number: u32, service: ServiceView<'_>) -> Flow {
+pub(crate) fn classify(signals: HostSignals, boot_number: u32, service: ServiceView<'_>) -> Flow {
     if service.host_kind == Some(DAY2_HOST_KIND) {
         Flow::Day2
     } else if signals.bootstrap_in_place {
@@ -151,7 +153,7 @@ pub fn classify(signals: HostSignals, boot_number: u32, service: ServiceView<'_>
 /// the classic flow's second boot it came with the boot; on a single boot it
 /// arrives when firstboot finishes in place, or when kubelet is healthy
 /// outside a bootstrap (kubelet starts only after firstboot).
-pub fn control_plane_config_running(
+pub(crate) fn control_plane_config_running(
     flow: Flow,
     signals: HostSignals,
     boot_number: u32,
@@ -170,7 +172,7 @@ pub fn control_plane_config_running(
 /// Does a healthy kubelet end the reporter's job on this boot? Not while the
 /// boot runs the single-node bootstrap (that kubelet serves the bootstrap
 /// control plane), nor before firstboot applied the machine config.
-pub fn kubelet_ends_job(signals: HostSignals) -> bool {
+pub(crate) fn kubelet_ends_job(signals: HostSignals) -> bool {
     !signals.bootstrap_in_place && !signals.firstboot_pending
 }
 

@@ -13,14 +13,14 @@ use libdeflater::{CompressionLvl, Compressor};
 
 /// The bundle's level: docs/benchmarks.md, section 2, has the sweep it was
 /// chosen from.
-pub const BUNDLE_LEVEL: i32 = 6;
+pub(crate) const BUNDLE_LEVEL: i32 = 6;
 /// libdeflate's best (near-optimal parsing): for the fragment's copy of the
 /// binary, compressed once per `ignition` run.
-pub const BEST_LEVEL: i32 = 12;
+pub(crate) const BEST_LEVEL: i32 = 12;
 
 /// A compressor and its output buffer, reused from member to member: a
 /// fresh one per member would churn a few hundred KiB of allocations.
-pub struct Gzip {
+pub(crate) struct Gzip {
     compressor: Compressor,
     out: Vec<u8>,
 }
@@ -33,7 +33,7 @@ impl std::fmt::Debug for Gzip {
 
 impl Gzip {
     /// `level` is libdeflate's, 0 to 12.
-    pub fn new(level: i32) -> Self {
+    pub(crate) fn new(level: i32) -> Self {
         let level = CompressionLvl::new(level).unwrap_or_default();
         Self {
             compressor: Compressor::new(level),
@@ -43,7 +43,7 @@ impl Gzip {
 
     /// `data` as one complete gzip member (RFC 1952), valid until the next
     /// call.
-    pub fn member(&mut self, data: &[u8]) -> &[u8] {
+    pub(crate) fn member(&mut self, data: &[u8]) -> &[u8] {
         let bound = self.compressor.gzip_compress_bound(data.len());
         if self.out.len() < bound {
             self.out.resize(bound, 0);
@@ -57,7 +57,7 @@ impl Gzip {
 }
 
 /// `data` as one gzip member, at `level`.
-pub fn gzip(data: &[u8], level: i32) -> Vec<u8> {
+pub(crate) fn gzip(data: &[u8], level: i32) -> Vec<u8> {
     Gzip::new(level).member(data).to_vec()
 }
 

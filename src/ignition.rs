@@ -32,10 +32,10 @@ use crate::contract;
 use crate::secret::Secret;
 
 /// Where the binary lands on the host; the unit's `ExecStart=` runs it.
-pub const BINARY_PATH: &str = "/usr/local/bin/assisted-boot-reporter";
-pub const UNIT_NAME: &str = "assisted-boot-reporter.service";
+pub(crate) const BINARY_PATH: &str = "/usr/local/bin/assisted-boot-reporter";
+pub(crate) const UNIT_NAME: &str = "assisted-boot-reporter.service";
 /// The unit this build ships, byte for byte.
-pub const UNIT_CONTENTS: &str = include_str!("../systemd/assisted-boot-reporter.service");
+pub(crate) const UNIT_CONTENTS: &str = include_str!("../systemd/assisted-boot-reporter.service");
 
 const MODE_BINARY: u32 = 0o755;
 /// Refuses absurd inputs before reading them whole (the agent is ~4 MiB).
@@ -46,14 +46,14 @@ const PT_INTERP: u32 = 3;
 
 /// Flags of `ignition`.
 #[derive(Debug, Clone, Args)]
-pub struct IgnitionArgs {
+pub(crate) struct IgnitionArgs {
     /// Architecture of the host; the binary's ELF header must say the same.
     #[arg(long, value_enum)]
-    pub arch: Arch,
+    pub(crate) arch: Arch,
 
     /// The static reporter binary built for --arch [default: this executable].
     #[arg(long, value_name = "PATH")]
-    pub binary: Option<PathBuf>,
+    pub(crate) binary: Option<PathBuf>,
 
     /// Ignition spec version of the fragment: 3.2, the version of the
     /// pointer ignition assisted-service renders and merges into (its
@@ -62,58 +62,58 @@ pub struct IgnitionArgs {
     /// the RHCOS of OpenShift 4.10 to 4.12 predates Ignition 2.15, the first
     /// to read it.
     #[arg(long, value_enum, default_value = "3.2")]
-    pub spec: Spec,
+    pub(crate) spec: Spec,
 
     /// assisted-service base URL the host reports to, e.g. https://api.openshift.com.
     #[arg(long, value_name = "URL")]
-    pub service_url: String,
+    pub(crate) service_url: String,
 
     /// Infra-env of the host.
     #[arg(long, value_name = "UUID")]
-    pub infra_env_id: Uuid,
+    pub(crate) infra_env_id: Uuid,
 
     /// The host's ID.
     #[arg(long, value_name = "UUID")]
-    pub host_id: Uuid,
+    pub(crate) host_id: Uuid,
 
     /// The cluster's ID, when known (the reporter learns it from the service otherwise).
     #[arg(long, value_name = "UUID")]
-    pub cluster_id: Option<Uuid>,
+    pub(crate) cluster_id: Option<Uuid>,
 
     /// File holding the pull secret JSON or a bare agent token; `-` reads it
     /// from standard input, which must then be a pipe or a file, never a
     /// terminal. Omit only for a service running without authentication.
     #[arg(long, value_name = "PATH")]
-    pub pull_secret_file: Option<PathBuf>,
+    pub(crate) pull_secret_file: Option<PathBuf>,
 
     /// PEM bundle of the CA that signed the service's certificate (private deployments).
     #[arg(long, value_name = "PATH")]
-    pub ca_cert: Option<PathBuf>,
+    pub(crate) ca_cert: Option<PathBuf>,
 
     /// Where to write the fragment (created mode 0600: it holds the pull
     /// secret) [default: standard output, which must not be a terminal].
     #[arg(long, short, value_name = "PATH")]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
 
     /// The infra-env's `http_proxy`: http://[user:password@]host:port, for an
     /// http:// service URL. Written with the other two to the contract's
     /// proxy.env (mode 0600).
     #[arg(long, value_name = "URL")]
-    pub http_proxy: Option<String>,
+    pub(crate) http_proxy: Option<String>,
 
     /// The infra-env's `https_proxy`: http:// or https:// proxy URL, for an
     /// https:// service URL (CONNECT).
     #[arg(long, value_name = "URL")]
-    pub https_proxy: Option<String>,
+    pub(crate) https_proxy: Option<String>,
 
     /// The infra-env's `no_proxy`: `*`, or comma-separated host names,
     /// domains (`.example.com`: subdomains only), IP addresses and CIDRs.
     #[arg(long, value_name = "LIST")]
-    pub no_proxy: Option<String>,
+    pub(crate) no_proxy: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Arch {
+pub(crate) enum Arch {
     #[value(name = "x86_64")]
     X86_64,
     #[value(name = "aarch64")]
@@ -125,7 +125,7 @@ pub enum Arch {
 }
 
 impl Arch {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::Aarch64 => "aarch64",
@@ -145,7 +145,7 @@ impl Arch {
     }
 
     /// The architecture this executable was built for.
-    pub fn current() -> Option<Arch> {
+    pub(crate) fn current() -> Option<Arch> {
         match std::env::consts::ARCH {
             "x86_64" => Some(Arch::X86_64),
             "aarch64" => Some(Arch::Aarch64),
@@ -159,13 +159,13 @@ impl Arch {
 /// Ignition config spec versions the fragment can be written in; see
 /// docs/install.md for why 3.2 is the only one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Spec {
+pub(crate) enum Spec {
     #[value(name = "3.2")]
     V3_2,
 }
 
 impl Spec {
-    pub fn version(self) -> &'static str {
+    pub(crate) fn version(self) -> &'static str {
         match self {
             Spec::V3_2 => "3.2.0",
         }
@@ -174,7 +174,7 @@ impl Spec {
 
 /// The subcommand. Unlike `run`, a failure here is the caller's to see
 /// (`main` exits 1 with the reason on stderr), and nothing is written.
-pub fn run(args: &IgnitionArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &IgnitionArgs) -> anyhow::Result<()> {
     // Checked before any input is read: a secret must never be read only
     // to be printed on a terminal.
     if args.output.is_none() && std::io::stdout().is_terminal() {
@@ -241,15 +241,15 @@ fn proxy_env(args: &IgnitionArgs) -> anyhow::Result<Option<Secret>> {
 
 /// Everything the fragment is made of, read and checked.
 #[derive(Debug)]
-pub struct Inputs {
-    pub binary: Vec<u8>,
-    pub service_url: String,
-    pub infra_env_id: Uuid,
-    pub host_id: Uuid,
-    pub cluster_id: Option<Uuid>,
-    pub pull_secret: Option<Secret>,
-    pub ca_cert: Option<String>,
-    pub proxy: Option<Secret>,
+pub(crate) struct Inputs {
+    pub(crate) binary: Vec<u8>,
+    pub(crate) service_url: String,
+    pub(crate) infra_env_id: Uuid,
+    pub(crate) host_id: Uuid,
+    pub(crate) cluster_id: Option<Uuid>,
+    pub(crate) pull_secret: Option<Secret>,
+    pub(crate) ca_cert: Option<String>,
+    pub(crate) proxy: Option<Secret>,
 }
 
 impl Inputs {
@@ -381,7 +381,7 @@ fn check_service_url(value: &str) -> anyhow::Result<String> {
 /// Checks the bytes are a 64-bit ELF executable for `arch` with no program
 /// interpreter: a dynamically linked binary would depend on the host's
 /// libraries, which the reporter must not.
-pub fn check_elf(data: &[u8], arch: Arch) -> anyhow::Result<()> {
+pub(crate) fn check_elf(data: &[u8], arch: Arch) -> anyhow::Result<()> {
     ensure!(
         data.len() >= 64 && data[..4] == *b"\x7fELF",
         "not an ELF file"
@@ -472,7 +472,7 @@ fn elf_machine_name(machine: u16) -> &'static str {
 }
 
 /// Builds the fragment. Pure: the same inputs give the same bytes.
-pub fn fragment(inputs: &Inputs, spec: Spec) -> Value {
+pub(crate) fn fragment(inputs: &Inputs, spec: Spec) -> Value {
     let mut files = vec![json!({
         "path": BINARY_PATH,
         "mode": MODE_BINARY,

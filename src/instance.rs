@@ -15,14 +15,14 @@ use rustix::fs::{flock, FlockOperation};
 
 /// The lock, held until dropped.
 #[derive(Debug)]
-pub struct InstanceLock {
+pub(crate) struct InstanceLock {
     /// `None` when it could not be taken for another reason than another
     /// instance (logged): running unlocked beats not reporting.
     _dir: Option<File>,
 }
 
 #[derive(Debug)]
-pub enum Lock {
+pub(crate) enum Lock {
     Held(InstanceLock),
     /// Another process holds it.
     Busy,
@@ -30,7 +30,7 @@ pub enum Lock {
 
 /// Takes the lock on `state_dir` (created if missing, as the ledger would),
 /// never waiting for it.
-pub fn take(state_dir: &Path) -> Lock {
+pub(crate) fn take(state_dir: &Path) -> Lock {
     let unlocked = |why: String| {
         tracing::warn!(
             "{why}; running without the one-instance lock on {}",

@@ -16,13 +16,13 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 const MAX_BODY: usize = 16;
 
 #[derive(Debug, Clone)]
-pub struct HealthProbe {
+pub(crate) struct HealthProbe {
     http: reqwest::Client,
     url: Url,
 }
 
 impl HealthProbe {
-    pub fn new(url: Url) -> anyhow::Result<Self> {
+    pub(crate) fn new(url: Url) -> anyhow::Result<Self> {
         // kubelet's healthz is on loopback: a configured proxy must not see it.
         let http = reqwest::Client::builder()
             .no_proxy()
@@ -34,7 +34,7 @@ impl HealthProbe {
     /// True when kubelet answers 200 with body `ok`. Any failure is simply
     /// "not healthy yet": kubelet restarts in a loop until it is configured.
     /// A longer body is not `ok`: reading stops past [`MAX_BODY`] bytes.
-    pub async fn is_healthy(&self) -> bool {
+    pub(crate) async fn is_healthy(&self) -> bool {
         let Ok(mut response) = self.http.get(self.url.clone()).send().await else {
             return false;
         };

@@ -34,12 +34,12 @@ pub const MAX_SECS: f64 = 1e11;
 /// are taken for a clock step (an RTC far off before NTP, a host powered off
 /// for weeks), not for time the budget spent: the time the reporter itself
 /// saw pass counts instead. A week is longer than any installation waits.
-pub const MAX_PLAUSIBLE_WALL_GAP: Duration = Duration::from_secs(7 * 24 * 3600);
+pub(crate) const MAX_PLAUSIBLE_WALL_GAP: Duration = Duration::from_secs(7 * 24 * 3600);
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Ledger {
-    pub version: u32,
+    pub(crate) version: u32,
     pub boots: Vec<BootRecord>,
     /// How many boots were dropped to keep the ledger bounded.
     #[serde(default)]
@@ -55,7 +55,7 @@ pub struct Ledger {
     /// The service answered 400 to the new boot stages: later boots and
     /// restarts go straight to the `progress_info` fallback.
     #[serde(default)]
-    pub new_stages_refused: bool,
+    pub(crate) new_stages_refused: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -63,7 +63,7 @@ pub struct Ledger {
 pub struct BootRecord {
     pub boot_id: String,
     /// Wall-clock time the reporter first ran in this boot (RFC 3339), for people.
-    pub first_seen: String,
+    pub(crate) first_seen: String,
     /// Seconds since boot at that moment: the timeout is measured from it, so a
     /// restarted reporter does not get a fresh hour, and clock steps by NTP
     /// during boot do not matter.
@@ -76,7 +76,7 @@ pub struct BootRecord {
     pub spent_at_first_seen_secs: Option<f64>,
     /// Progress updates sent in this boot, by every run of the reporter.
     #[serde(default)]
-    pub progress_puts: u32,
+    pub(crate) progress_puts: u32,
 }
 
 impl Default for Ledger {
@@ -277,7 +277,7 @@ impl Ledger {
     }
 
     /// Progress updates boot `boot_id` has sent so far.
-    pub fn progress_puts(&self, boot_id: &str) -> u32 {
+    pub(crate) fn progress_puts(&self, boot_id: &str) -> u32 {
         self.boots
             .iter()
             .find(|b| b.boot_id == boot_id)
@@ -285,28 +285,28 @@ impl Ledger {
     }
 
     /// Counts one progress update of boot `boot_id`.
-    pub fn count_progress_put(&mut self, boot_id: &str) {
+    pub(crate) fn count_progress_put(&mut self, boot_id: &str) {
         if let Some(boot) = self.boots.iter_mut().find(|b| b.boot_id == boot_id) {
             boot.progress_puts = boot.progress_puts.saturating_add(1);
         }
     }
 
     /// The stage boot `boot_id` reported, if it did.
-    pub fn reported_stage(&self, boot_id: &str) -> Option<&str> {
+    pub(crate) fn reported_stage(&self, boot_id: &str) -> Option<&str> {
         self.boots
             .iter()
             .find(|b| b.boot_id == boot_id)
             .and_then(|b| b.reported_stage.as_deref())
     }
 
-    pub fn record_stage(&mut self, boot_id: &str, stage: &str) {
+    pub(crate) fn record_stage(&mut self, boot_id: &str, stage: &str) {
         if let Some(boot) = self.boots.iter_mut().find(|b| b.boot_id == boot_id) {
             boot.reported_stage = Some(stage.to_owned());
         }
     }
 
     /// Atomically replaces the ledger file.
-    pub fn save(&self, state_dir: &Path) -> anyhow::Result<()> {
+    pub(crate) fn save(&self, state_dir: &Path) -> anyhow::Result<()> {
         fs::create_dir_all(state_dir)
             .with_context(|| format!("creating {}", state_dir.display()))?;
         let data = serde_json::to_vec_pretty(self).context("serializing the ledger")?;
@@ -348,7 +348,7 @@ fn describe_secs(secs: f64) -> String {
 /// By hand rather than `tempfile`'s `persist`: a fixed temp name (safe under
 /// the instance lock) means a crash leaves at most one leftover, overwritten
 /// next time, and the directory is synced too.
-pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().context("path has no parent directory")?;
     let tmp: PathBuf = dir.join(format!(
         ".{}.tmp",
@@ -375,7 +375,7 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> anyhow::Result<()> {
 }
 
 /// The kernel's ID of the running boot, under the sysroot.
-pub fn read_boot_id(path: &Path) -> anyhow::Result<String> {
+pub(crate) fn read_boot_id(path: &Path) -> anyhow::Result<String> {
     let text = bounded_read::read_text(path, Kind::Value)?
         .with_context(|| format!("boot ID {} does not exist", path.display()))?;
     let id = text.text.trim();
@@ -393,7 +393,7 @@ fn is_boot_id(id: &str) -> bool {
 }
 
 /// Seconds since boot (CLOCK_BOOTTIME as the kernel reports it).
-pub fn read_uptime(path: &Path) -> anyhow::Result<f64> {
+pub(crate) fn read_uptime(path: &Path) -> anyhow::Result<f64> {
     let text = bounded_read::read_text(path, Kind::Value)?
         .with_context(|| format!("{} does not exist", path.display()))?;
     text.text

@@ -17,7 +17,7 @@ use tracing::{Event, Level, Metadata, Subscriber};
 
 /// Sets the process's subscriber: events at `max` and more severe, each
 /// one line; `time` prefixes an RFC 3339 timestamp (journald adds its own).
-pub fn init(max: Level, time: bool) {
+pub(crate) fn init(max: Level, time: bool) {
     // Only fails when a subscriber is already set (tests): that one stays.
     let _ = tracing::subscriber::set_global_default(LineLogger { max, time });
 }

@@ -39,7 +39,7 @@ impl ProxyUrl {
     /// with scheme `http` (or `https` where `allow_https`), or a bare
     /// `host:port`, taken as `http://`. Errors never quote the value, which
     /// may hold a password.
-    pub fn parse(value: &str, allow_https: bool) -> Result<ProxyUrl, String> {
+    pub(crate) fn parse(value: &str, allow_https: bool) -> Result<ProxyUrl, String> {
         let value = value.trim();
         let with_scheme = if value.contains("://") {
             value.to_owned()
@@ -64,11 +64,11 @@ impl ProxyUrl {
         Ok(ProxyUrl(url))
     }
 
-    pub fn url(&self) -> &Url {
+    pub(crate) fn url(&self) -> &Url {
         &self.0
     }
 
-    pub fn has_credentials(&self) -> bool {
+    pub(crate) fn has_credentials(&self) -> bool {
         !self.0.username().is_empty() || self.0.password().is_some()
     }
 
@@ -76,7 +76,7 @@ impl ProxyUrl {
     /// `user:password` pair, as written and percent-decoded, and the
     /// `Proxy-Authorization` value built from them. The user name alone is
     /// not a secret.
-    pub fn secrets(&self) -> Vec<String> {
+    pub(crate) fn secrets(&self) -> Vec<String> {
         let Some(password) = self.0.password() else {
             return Vec::new();
         };
@@ -144,7 +144,7 @@ enum Entry {
 
 /// A parsed NO_PROXY list.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct NoProxy {
+pub(crate) struct NoProxy {
     all: bool,
     entries: Vec<Entry>,
 }
@@ -153,7 +153,7 @@ impl NoProxy {
     /// Parses a NO_PROXY value. Like Go, an entry that is none of the known
     /// shapes does not stop the others from working; it is returned so the
     /// caller can warn about it.
-    pub fn parse(text: &str) -> (NoProxy, Vec<String>) {
+    pub(crate) fn parse(text: &str) -> (NoProxy, Vec<String>) {
         let mut no_proxy = NoProxy::default();
         let mut ignored = Vec::new();
         for raw in text.split(',') {
@@ -176,7 +176,7 @@ impl NoProxy {
     /// Strict form for the `ignition` subcommand, as assisted-service
     /// validates an infra-env's `no_proxy`: `*` alone, or entries that are
     /// all valid and distinct.
-    pub fn validate(text: &str) -> Result<(), String> {
+    pub(crate) fn validate(text: &str) -> Result<(), String> {
         let text = text.trim();
         if text == "*" {
             return Ok(());
@@ -201,7 +201,7 @@ impl NoProxy {
     }
 
     /// True when requests to `url` go direct.
-    pub fn bypasses(&self, url: &Url) -> bool {
+    pub(crate) fn bypasses(&self, url: &Url) -> bool {
         if self.all {
             return true;
         }
@@ -332,13 +332,13 @@ impl fmt::Display for NoProxy {
 /// The resolved proxy settings of the client.
 #[derive(Clone, Debug, Default)]
 pub struct ProxySettings {
-    pub http: Option<ProxyUrl>,
-    pub https: Option<ProxyUrl>,
-    pub no_proxy: NoProxy,
+    pub(crate) http: Option<ProxyUrl>,
+    pub(crate) https: Option<ProxyUrl>,
+    pub(crate) no_proxy: NoProxy,
 }
 
 impl ProxySettings {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.http.is_none() && self.https.is_none()
     }
 
@@ -362,7 +362,7 @@ impl ProxySettings {
     }
 
     /// The decision as a reqwest proxy, `None` when nothing is proxied.
-    pub fn to_reqwest(&self) -> Option<reqwest::Proxy> {
+    pub(crate) fn to_reqwest(&self) -> Option<reqwest::Proxy> {
         if self.is_empty() {
             return None;
         }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// A failure that may be worth another attempt.
-pub trait Retryable: Display {
+pub(crate) trait Retryable: Display {
     /// Transient: another attempt may succeed.
     fn is_retryable(&self) -> bool;
     /// The wait the other side asked for (`Retry-After`), if any.
@@ -20,11 +20,11 @@ pub trait Retryable: Display {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Attempts per call, the first included.
-    pub attempts: u32,
-    pub initial_delay: Duration,
-    pub max_delay: Duration,
+    pub(crate) attempts: u32,
+    pub(crate) initial_delay: Duration,
+    pub(crate) max_delay: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -43,7 +43,7 @@ impl RetryPolicy {
     /// hosts restarted together does not retry in lockstep. A `Retry-After`
     /// from the service wins over the computed delay but is capped too: a
     /// misbehaving proxy must not park the agent for a day.
-    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    pub(crate) fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(after) = retry_after {
             return after.min(self.max_delay);
         }
@@ -58,7 +58,11 @@ impl RetryPolicy {
 
     /// Runs `op` until it succeeds, fails with a non-retryable error, runs out
     /// of attempts, or the next wait would pass `deadline`.
-    pub async fn run<T, E, F, Fut>(&self, deadline: Option<Instant>, mut op: F) -> Result<T, E>
+    pub(crate) async fn run<T, E, F, Fut>(
+        &self,
+        deadline: Option<Instant>,
+        mut op: F,
+    ) -> Result<T, E>
     where
         E: Retryable,
         F: FnMut(u32) -> Fut,

@@ -37,10 +37,10 @@ use std::time::Duration;
 use rustix::fs::{Mode, OFlags, CWD};
 
 /// Symlinks followed in one walk, as the kernel's own limit (`ELOOP`).
-pub const MAX_LINKS: usize = 40;
+pub(crate) const MAX_LINKS: usize = 40;
 /// Names returned by one [`read_dir`]; a directory with more is not one any
 /// collector expects, and listing it must stay bounded.
-pub const MAX_DIR_ENTRIES: usize = 65_536;
+pub(crate) const MAX_DIR_ENTRIES: usize = 65_536;
 
 /// A walk's end: the resolved path and a handle on what is there.
 struct Resolved {
@@ -145,8 +145,7 @@ fn resolve(root: &Path, host: &Path) -> io::Result<Resolved> {
 /// What a path leads to, following symlinks inside the root.
 #[derive(Debug, Clone)]
 pub struct Meta {
-    pub host: PathBuf,
-    pub metadata: Metadata,
+    pub(crate) metadata: Metadata,
 }
 
 /// Names what an inode is when it is not one we read.
@@ -180,17 +179,16 @@ fn not_readable(metadata: &Metadata) -> io::Error {
 
 /// Where `host` leads under `root` and what is there, without opening it
 /// for reading.
-pub fn metadata(root: &Path, host: &Path) -> io::Result<Meta> {
+pub(crate) fn metadata(root: &Path, host: &Path) -> io::Result<Meta> {
     let walk = resolve(root, host)?;
     Ok(Meta {
-        host: walk.host_path(),
         metadata: stat(walk.handle())?,
     })
 }
 
 /// The absolute host path `host` resolves to inside the root (its
 /// symlinks followed), or `None` when it does not resolve.
-pub fn resolve_path(root: &Path, host: &Path) -> Option<PathBuf> {
+pub(crate) fn resolve_path(root: &Path, host: &Path) -> Option<PathBuf> {
     resolve(root, host).ok().map(|walk| walk.host_path())
 }
 
@@ -199,13 +197,11 @@ pub fn resolve_path(root: &Path, host: &Path) -> Option<PathBuf> {
 pub struct Opened {
     pub file: File,
     pub metadata: Metadata,
-    /// The absolute host path it resolved to.
-    pub host: PathBuf,
 }
 
 /// Opens `host` under `root` for reading. A FIFO, socket or device is an
 /// `Unsupported` error and is never opened for reading.
-pub fn open(root: &Path, host: &Path) -> io::Result<Opened> {
+pub(crate) fn open(root: &Path, host: &Path) -> io::Result<Opened> {
     let walk = resolve(root, host)?;
     let before = stat(walk.handle())?;
     let fd = if before.is_dir() {
@@ -231,16 +227,12 @@ pub fn open(root: &Path, host: &Path) -> io::Result<Opened> {
     if metadata.dev() != before.dev() || metadata.ino() != before.ino() {
         return Err(io::Error::other("replaced while being opened"));
     }
-    Ok(Opened {
-        file,
-        metadata,
-        host: walk.host_path(),
-    })
+    Ok(Opened { file, metadata })
 }
 
 /// The names in directory `host` (symlinks to a directory followed inside
 /// the root), sorted, at most [`MAX_DIR_ENTRIES`].
-pub fn read_dir(root: &Path, host: &Path) -> io::Result<Vec<OsString>> {
+pub(crate) fn read_dir(root: &Path, host: &Path) -> io::Result<Vec<OsString>> {
     let opened = open(root, host)?;
     if !opened.metadata.is_dir() {
         return Err(io::Error::from(io::ErrorKind::NotADirectory));
@@ -264,7 +256,7 @@ pub fn read_dir(root: &Path, host: &Path) -> io::Result<Vec<OsString>> {
 /// Reads at most `limit` bytes from the start of regular file `host`, on a
 /// thread of its own: a read stuck longer than `timeout` is abandoned (its
 /// thread left blocked in the kernel) with a `TimedOut` error.
-pub fn read_limited(
+pub(crate) fn read_limited(
     root: &Path,
     host: &Path,
     limit: u64,
@@ -329,7 +321,7 @@ const STREAM_CHUNK: usize = 64 * 1024;
 /// must end before `timeout` from now: past it, `open_streamed` or the
 /// read fails with `TimedOut` and the reading thread, stuck in the kernel,
 /// is abandoned.
-pub fn open_streamed(root: &Path, host: &Path, timeout: Duration) -> io::Result<Streamed> {
+pub(crate) fn open_streamed(root: &Path, host: &Path, timeout: Duration) -> io::Result<Streamed> {
     open_streamed_with(root, host, timeout, |_, _| Ok(())).map(|(streamed, ())| streamed)
 }
 
@@ -337,7 +329,7 @@ pub fn open_streamed(root: &Path, host: &Path, timeout: Duration) -> io::Result<
 /// is open and before it streams: it may look at the file (`read_at`) and
 /// seek where the stream should start; what it returns comes back with the
 /// stream.
-pub fn open_streamed_with<T: Send + 'static>(
+pub(crate) fn open_streamed_with<T: Send + 'static>(
     root: &Path,
     host: &Path,
     timeout: Duration,
@@ -434,7 +426,7 @@ enum Chunk {
 }
 
 /// A host file read by a thread of its own ([`open_streamed`]).
-pub struct Streamed {
+pub(crate) struct Streamed {
     full: mpsc::Receiver<Chunk>,
     free: mpsc::Sender<Vec<u8>>,
     current: Vec<u8>,
@@ -449,7 +441,7 @@ pub struct Streamed {
 impl Streamed {
     /// Whether reading stopped at the deadline (rather than at the end, or
     /// on an error of the file).
-    pub fn timed_out(&self) -> bool {
+    pub(crate) fn timed_out(&self) -> bool {
         self.timed_out
     }
 }
@@ -508,7 +500,7 @@ impl Read for Streamed {
 /// Where an absolute host path lies under a sysroot, as a plain path (for
 /// the reporter's own files and for naming; host files are read through
 /// [`open`] and its siblings, which confine the walk).
-pub fn under_root(root: &Path, absolute: &str) -> PathBuf {
+pub(crate) fn under_root(root: &Path, absolute: &str) -> PathBuf {
     root.join(absolute.trim_start_matches('/'))
 }
 
@@ -573,9 +565,7 @@ mod tests {
         symlink("/run/real", root.path().join("etc")).unwrap();
         assert_eq!(read(root.path(), "/etc/hostname").unwrap(), b"inside\n");
         assert_eq!(
-            metadata(root.path(), Path::new("/etc/hostname"))
-                .unwrap()
-                .host,
+            resolve_path(root.path(), Path::new("/etc/hostname")).unwrap(),
             Path::new("/run/real/hostname")
         );
         // Relative links and `..` stop at the root.

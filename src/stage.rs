@@ -8,12 +8,12 @@
 
 use crate::api::Host;
 
-pub const BOOTED_WITH_LOCAL_IGNITION: &str = "Booted with local ignition";
-pub const BOOTED_WITH_CONTROL_PLANE_IGNITION: &str = "Booted with control plane ignition";
-pub const REBOOTING: &str = "Rebooting";
-pub const JOINED: &str = "Joined";
-pub const DONE: &str = "Done";
-pub const FAILED: &str = "Failed";
+pub(crate) const BOOTED_WITH_LOCAL_IGNITION: &str = "Booted with local ignition";
+pub(crate) const BOOTED_WITH_CONTROL_PLANE_IGNITION: &str = "Booted with control plane ignition";
+pub(crate) const REBOOTING: &str = "Rebooting";
+pub(crate) const JOINED: &str = "Joined";
+pub(crate) const DONE: &str = "Done";
+pub(crate) const FAILED: &str = "Failed";
 
 /// Statuses in which the service accepts a stage change.
 const INSTALLING_STATUSES: [&str; 3] = [
@@ -49,7 +49,7 @@ fn rank(stage: &str) -> Option<u8> {
 
 /// The stage a boot targets: the first boot from disk runs the pointer
 /// ignition, every later one the control plane's.
-pub fn target_for_boot(boot_number: u32) -> &'static str {
+pub(crate) fn target_for_boot(boot_number: u32) -> &'static str {
     if boot_number <= 1 {
         BOOTED_WITH_LOCAL_IGNITION
     } else {
@@ -78,7 +78,7 @@ pub fn decide(boot_number: u32, host: &Host) -> Decision {
 }
 
 /// Decides whether moving `host` to `target` is due, forward only.
-pub fn decide_target(target: &'static str, host: &Host) -> Decision {
+pub(crate) fn decide_target(target: &'static str, host: &Host) -> Decision {
     let current = host.current_stage();
     if FINISHED_STATUSES.contains(&host.status.as_str()) || matches!(current, Some(JOINED | DONE)) {
         return Decision::NothingLeft {
@@ -138,7 +138,7 @@ fn is_before(host: &Host, current: &str, target: &str) -> Option<bool> {
 
 /// The `progress_info` used on services that do not know the new stages: the
 /// same stage with new info is always accepted, so the UI still shows it.
-pub fn fallback_progress_info(target: &str, boot_number: u32) -> String {
+pub(crate) fn fallback_progress_info(target: &str, boot_number: u32) -> String {
     format!("{target} (boot {boot_number} from disk, reported by assisted-boot-reporter)")
 }
 

@@ -15,7 +15,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::api::{ApiError, Client, UploadTarget};
-use crate::bundle::{write_bundle, BundleLimits, BundleMeta, Manifest};
+use crate::assemble::write_bundle;
+use crate::bundle::{BundleLimits, BundleMeta, Manifest};
 use crate::collect::CollectContext;
 
 /// Chunks in flight between the producer and the socket: with 64 KiB chunks
@@ -24,10 +25,10 @@ const CHANNEL_DEPTH: usize = 4;
 const CHUNK_BYTES: usize = 64 << 10;
 
 #[derive(Debug)]
-pub struct Uploaded {
-    pub manifest: Manifest,
-    pub compressed_bytes: u64,
-    pub elapsed: Duration,
+pub(crate) struct Uploaded {
+    pub(crate) manifest: Manifest,
+    pub(crate) compressed_bytes: u64,
+    pub(crate) elapsed: Duration,
 }
 
 enum Chunk {
@@ -39,17 +40,17 @@ enum Chunk {
 }
 
 #[derive(Debug, Clone)]
-pub struct Uploader {
-    pub client: Client,
-    pub target: UploadTarget,
-    pub collect: CollectContext,
-    pub limits: BundleLimits,
+pub(crate) struct Uploader {
+    pub(crate) client: Client,
+    pub(crate) target: UploadTarget,
+    pub(crate) collect: CollectContext,
+    pub(crate) limits: BundleLimits,
 }
 
 impl Uploader {
     /// Collects and uploads one complete bundle, retrying transient failures
     /// with a fresh bundle each time.
-    pub async fn upload(
+    pub(crate) async fn upload(
         &self,
         meta: &BundleMeta,
         deadline: Option<Instant>,

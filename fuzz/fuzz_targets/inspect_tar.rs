@@ -1,6 +1,6 @@
 #![no_main]
-//! `inspect`'s reading of a bundle (`offline::inspect_from` over the bounded
-//! reader in `bundle_reader`): whatever the archive holds (torn headers, GNU
+//! `inspect`'s reading of a bundle (`tools::inspect_from` over the bounded
+//! reader in `bundle-format`): whatever the archive holds (torn headers, GNU
 //! long names and pax records of any size, members claiming any size, a
 //! manifest of any shape), inspect never panics, never inflates more than its
 //! cap, and never prints a control character other than a newline.
@@ -12,8 +12,8 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use assisted_boot_reporter::bundle_reader::{read_members, Next, MAX_NAME_BYTES};
-use assisted_boot_reporter::offline::inspect_from;
+use bundle_format::reader::{read_members, Next, MAX_NAME_BYTES};
+use assisted_boot_reporter::tools::inspect_from;
 use libfuzzer_sys::fuzz_target;
 
 /// Small, so that a bomb costs little per run.

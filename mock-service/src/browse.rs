@@ -20,6 +20,7 @@ use crate::error::ApiError;
 use crate::state::Shared;
 use crate::store::{self, bundle_reader, BundleKey};
 use crate::timeline::{self, Timeline};
+use bundle_format::{DIAGNOSIS_NAME, MANIFEST_NAME};
 use bundle_reader::{Member, Next};
 
 /// Entries looked at per request; the agent writes a few hundred.
@@ -264,7 +265,7 @@ fn top_level_json(archive: std::fs::File, file: &str) -> Result<Option<Value>, A
 async fn manifest(State(st): State<Shared>, key: KeyPath) -> Result<Json<Value>, ApiError> {
     let path = stored_path(&st, key)?;
     with_archive(path, |archive| {
-        top_level_json(archive, "manifest.json")?
+        top_level_json(archive, MANIFEST_NAME)?
             .map(Json)
             .ok_or_else(|| ApiError::not_found("the bundle has no manifest.json"))
     })
@@ -278,7 +279,7 @@ async fn diagnosis(State(st): State<Shared>, key: KeyPath) -> Result<Json<Value>
     let path = stored_path(&st, key)?;
     with_archive(path, |archive| {
         Ok(Json(
-            top_level_json(archive, "diagnosis.json")?
+            top_level_json(archive, DIAGNOSIS_NAME)?
                 .unwrap_or_else(|| serde_json::json!({"findings": [], "absent": true})),
         ))
     })

@@ -31,11 +31,9 @@ const MAX_MEMBERS: usize = 10_000;
 /// gzip bomb would cost.
 pub const MAX_UNCOMPRESSED_BYTES: u64 = 1 << 30;
 
-/// The agent's bounded tar.gz reader, compiled here from its source so the
-/// mock reads bundles exactly as `inspect` does without depending on the
-/// agent crate.
-#[path = "../../src/bundle_reader.rs"]
-pub(crate) mod bundle_reader;
+// The bundle format's bounded tar.gz reader: the mock reads bundles exactly
+// as `inspect` does, without depending on the agent crate.
+pub(crate) use bundle_format::reader as bundle_reader;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BundleMeta {

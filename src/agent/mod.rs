@@ -31,8 +31,6 @@ use crate::instance::{self, Lock};
 use finish::{finish_interrupted_cleanup, EXIT_WAIT};
 use reporter::Reporter;
 
-pub use progress::MAX_PROGRESS_PUTS_PER_BOOT;
-
 mod bundles;
 mod finish;
 mod progress;
@@ -48,7 +46,7 @@ pub const STOP_BOUND: Duration = Duration::from_secs(3);
 /// `run`: reports the boot and ships bundles until the job is over. Every
 /// problem on the way is logged; `Err` only when it cannot even start
 /// (`main` then exits 0 all the same: the boot is never failed).
-pub fn run(flags: Flags) -> anyhow::Result<()> {
+pub(crate) fn run(flags: Flags) -> anyhow::Result<()> {
     // First, while the process has a single thread (removing variables is
     // only sound then), and on every path.
     let env = scrub_environment();

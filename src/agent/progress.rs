@@ -15,7 +15,7 @@ use crate::stage::{self, Decision};
 /// it (counted in the ledger). Each accepted update restarts the service's
 /// stage timer; a boot needs at most: the local-ignition stage, the
 /// control-plane stage, and a finding on each.
-pub const MAX_PROGRESS_PUTS_PER_BOOT: u32 = 4;
+pub(crate) const MAX_PROGRESS_PUTS_PER_BOOT: u32 = 4;
 
 /// What the last look at the service said to do next.
 pub(super) enum Next {

@@ -21,11 +21,11 @@ use uuid::Uuid;
 use super::types::Host;
 
 /// Bytes of one host list the reporter reads at most.
-pub const MAX_LIST_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_LIST_BYTES: u64 = 64 << 20;
 /// Hosts looked at before giving up on finding ours. OpenShift supports 2000
 /// nodes per cluster; an infra-env with more hosts than this is broken or not
 /// the one the reporter belongs to.
-pub const MAX_LIST_HOSTS: usize = 10_000;
+pub(crate) const MAX_LIST_HOSTS: usize = 10_000;
 
 /// Why a host list could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
 use tokio::time::Instant;
 use uuid::Uuid;
 
-pub use crate::retry::RetryPolicy;
+pub(crate) use crate::retry::RetryPolicy;
 use crate::retry::Retryable;
 pub use types::{Cluster, ErrorBody, Host, HostProgress, HostProgressInfo};
 
@@ -26,14 +26,14 @@ use crate::proxy::{ProxySettings, ProxyUrl};
 use crate::secret::Secret;
 
 /// Base path of the v2 API under the service URL.
-pub const API_PREFIX: &str = "api/assisted-install/v2/";
+pub(crate) const API_PREFIX: &str = "api/assisted-install/v2/";
 const AGENT_AUTH_HEADER: &str = "X-Secret-Key";
 /// Error bodies are read only to quote their reason.
 const MAX_ERROR_BYTES: usize = 64 << 10;
 const MAX_REASON_CHARS: usize = 300;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     #[error("{operation}: cannot reach the service: {detail}")]
     Transport {
         operation: String,
@@ -132,7 +132,7 @@ impl Retryable for ApiError {
 
 /// The requests whose answers the reporter tells apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     HostList,
     Cluster,
     Progress,
@@ -142,7 +142,7 @@ pub enum Endpoint {
 /// What a refusal means in the service's terms, for the reporter's
 /// decisions (zincati's `error_kind()`): HTTP details stay in this module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// 401 or 403: the agent token was refused; nothing sent with it passes.
     TokenRefused,
     /// The host list holds no host of ours.
@@ -161,7 +161,7 @@ pub enum Refusal {
 impl ApiError {
     /// What the failure means, when it is the service's answer rather than
     /// weather (transport, 5xx) or configuration (TLS, proxy, redirect).
-    pub fn refusal(&self) -> Option<Refusal> {
+    pub(crate) fn refusal(&self) -> Option<Refusal> {
         let ApiError::Status {
             endpoint,
             status,
@@ -185,7 +185,7 @@ impl ApiError {
     }
 
     /// The service's reason, for the log (decisions read [`Self::refusal`]).
-    pub fn reason(&self) -> Option<&str> {
+    pub(crate) fn reason(&self) -> Option<&str> {
         match self {
             ApiError::Status { reason, .. } => Some(reason),
             _ => None,
@@ -212,18 +212,18 @@ impl ApiError {
 
 /// Client settings, all from configuration.
 #[derive(Debug, Clone)]
-pub struct ClientSettings {
-    pub service_url: Url,
-    pub token: Option<Secret>,
-    pub ca_cert: Option<PathBuf>,
-    pub insecure: bool,
-    pub request_timeout: Duration,
-    pub retry: RetryPolicy,
-    pub proxy: ProxySettings,
+pub(crate) struct ClientSettings {
+    pub(crate) service_url: Url,
+    pub(crate) token: Option<Secret>,
+    pub(crate) ca_cert: Option<PathBuf>,
+    pub(crate) insecure: bool,
+    pub(crate) request_timeout: Duration,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) proxy: ProxySettings,
 }
 
 #[derive(Debug, Clone)]
-pub struct Client {
+pub(crate) struct Client {
     http: reqwest::Client,
     api_base: Url,
     token: Option<Secret>,
@@ -233,7 +233,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(settings: &ClientSettings) -> anyhow::Result<Self> {
+    pub(crate) fn new(settings: &ClientSettings) -> anyhow::Result<Self> {
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
             .user_agent(concat!(
@@ -336,7 +336,7 @@ impl Client {
         }
     }
 
-    pub fn retry_policy(&self) -> RetryPolicy {
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
         self.retry
     }
 
@@ -360,21 +360,10 @@ impl Client {
         }
     }
 
-    /// `GET /v2/infra-envs/{infra_env_id}/hosts`, then our host from it.
-    pub async fn find_host(
-        &self,
-        infra_env_id: Uuid,
-        host_id: Uuid,
-        deadline: Option<Instant>,
-    ) -> Result<Host, ApiError> {
-        self.find_host_in(HostScope::InfraEnv(infra_env_id), host_id, deadline)
-            .await
-    }
-
     /// Our host from the infra-env's or the cluster's host list (both agent
     /// auth; the cluster's names each host's infra-env, which the upstream
     /// unit's environment lacks). The list is streamed, see [`host_list`].
-    pub async fn find_host_in(
+    pub(crate) async fn find_host_in(
         &self,
         scope: HostScope,
         host_id: Uuid,
@@ -413,7 +402,7 @@ impl Client {
 
     /// `GET /v2/clusters/{cluster_id}` (agent auth upstream): what kind of
     /// cluster the host is installed into.
-    pub async fn get_cluster(
+    pub(crate) async fn get_cluster(
         &self,
         cluster_id: Uuid,
         deadline: Option<Instant>,
@@ -440,7 +429,7 @@ impl Client {
     }
 
     /// `PUT /v2/infra-envs/{infra_env_id}/hosts/{host_id}/progress`.
-    pub async fn update_progress(
+    pub(crate) async fn update_progress(
         &self,
         infra_env_id: Uuid,
         host_id: Uuid,
@@ -471,7 +460,7 @@ impl Client {
     /// One `POST /v2/clusters/{cluster_id}/logs` attempt. The form holds a
     /// streamed body that cannot be replayed, so retrying (with a fresh bundle)
     /// is the caller's job.
-    pub async fn upload_logs_once(
+    pub(crate) async fn upload_logs_once(
         &self,
         target: &UploadTarget,
         form: reqwest::multipart::Form,
@@ -496,7 +485,7 @@ impl Client {
 
 /// Which host list to look in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostScope {
+pub(crate) enum HostScope {
     InfraEnv(Uuid),
     Cluster(Uuid),
 }
@@ -584,13 +573,13 @@ async fn scan_host_list(
 
 /// Where a bundle goes.
 #[derive(Debug, Clone)]
-pub struct UploadTarget {
-    pub cluster_id: Uuid,
-    pub host_id: Uuid,
+pub(crate) struct UploadTarget {
+    pub(crate) cluster_id: Uuid,
+    pub(crate) host_id: Uuid,
     /// Sent for the record only (upstream ignores it); unknown until the
     /// host list named it when only the cluster was configured.
-    pub infra_env_id: Option<Uuid>,
-    pub logs_type: String,
+    pub(crate) infra_env_id: Option<Uuid>,
+    pub(crate) logs_type: String,
 }
 
 /// Reads a 2xx body (bounded) or turns any other answer into [`ApiError::Status`].

@@ -10,28 +10,28 @@ use uuid::Uuid;
 pub struct Host {
     pub id: Uuid,
     #[serde(default)]
-    pub infra_env_id: Option<Uuid>,
+    pub(crate) infra_env_id: Option<Uuid>,
     #[serde(default)]
-    pub cluster_id: Option<Uuid>,
+    pub(crate) cluster_id: Option<Uuid>,
     #[serde(default)]
-    pub status: String,
+    pub(crate) status: String,
     #[serde(default)]
     pub status_info: Option<String>,
     #[serde(default)]
     pub role: Option<String>,
     #[serde(default)]
-    pub bootstrap: bool,
+    pub(crate) bootstrap: bool,
     /// `Host` or `AddToExistingClusterHost` (day 2).
     #[serde(default)]
-    pub kind: Option<String>,
+    pub(crate) kind: Option<String>,
     #[serde(default)]
     pub requested_hostname: Option<String>,
     #[serde(default)]
-    pub progress: Option<HostProgressInfo>,
+    pub(crate) progress: Option<HostProgressInfo>,
     /// The role's stage list as the service sees it; authoritative for ordering
     /// when it lists both stages being compared.
     #[serde(default)]
-    pub progress_stages: Option<Vec<String>>,
+    pub(crate) progress_stages: Option<Vec<String>>,
 }
 
 impl Host {
@@ -55,7 +55,7 @@ impl Host {
     /// Otherwise `None`, only the cluster can tell: today's upstream lists a
     /// single node's bootstrap host with `BootstrapStages` in the
     /// infra-env's host list, and the cluster's list sends no stage list.
-    pub fn single_node_bootstrap(&self) -> Option<bool> {
+    pub(crate) fn single_node_bootstrap(&self) -> Option<bool> {
         if !self.bootstrap {
             return Some(false);
         }
@@ -75,14 +75,14 @@ pub struct Cluster {
     /// `Full`, or `None` for a single node (deprecated upstream in favour
     /// of `control_plane_count`, still sent).
     #[serde(default)]
-    pub high_availability_mode: Option<String>,
+    pub(crate) high_availability_mode: Option<String>,
     #[serde(default)]
-    pub control_plane_count: Option<i64>,
+    pub(crate) control_plane_count: Option<i64>,
 }
 
 impl Cluster {
     /// Whether the cluster is a single node; `None` when it does not say.
-    pub fn single_node(&self) -> Option<bool> {
+    pub(crate) fn single_node(&self) -> Option<bool> {
         match (
             self.control_plane_count,
             self.high_availability_mode.as_deref(),
@@ -98,9 +98,9 @@ impl Cluster {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct HostProgressInfo {
     #[serde(default)]
-    pub current_stage: Option<String>,
+    pub(crate) current_stage: Option<String>,
     #[serde(default)]
-    pub progress_info: Option<String>,
+    pub(crate) progress_info: Option<String>,
     #[serde(default)]
     pub stage_started_at: Option<String>,
     #[serde(default)]
@@ -110,9 +110,9 @@ pub struct HostProgressInfo {
 /// Body of `PUT .../progress` (`host-progress` in the API definition).
 #[derive(Debug, Clone, Serialize)]
 pub struct HostProgress<'a> {
-    pub current_stage: &'a str,
+    pub(crate) current_stage: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub progress_info: Option<&'a str>,
+    pub(crate) progress_info: Option<&'a str>,
 }
 
 /// The service's two error shapes: `error` (`reason`) and `infra_error` /
@@ -120,13 +120,13 @@ pub struct HostProgress<'a> {
 #[derive(Debug, Deserialize)]
 pub struct ErrorBody {
     #[serde(default)]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     #[serde(default)]
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
 }
 
 impl ErrorBody {
-    pub fn text(&self) -> Option<&str> {
+    pub(crate) fn text(&self) -> Option<&str> {
         self.reason.as_deref().or(self.message.as_deref())
     }
 }

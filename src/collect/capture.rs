@@ -1,6 +1,6 @@
 //! One member's capture, shared by the command runner (`command.rs`) and
 //! host file capture (`file.rs`): the limits it runs under, the `Intake`
-//! its bytes go through (redactor, diagnosis scanner, compressed chunks, a
+//! its bytes go through (redactor, diagnosis observer, compressed chunks, a
 //! followed journal stream's cursor taken off its end), and the [`Captured`]
 //! result the member is recorded from.
 
@@ -8,47 +8,47 @@ use std::time::{Duration, Instant};
 
 use super::chunks::{self, Chunks, Content};
 use super::context::CollectContext;
+use super::observe::LineObserver;
 use super::report::{Budget, Status, MEMBER_CAP_REASON};
-use crate::diagnose::Scanner;
 use crate::redact::{Mode, StreamRedactor};
 
 /// A member's content and what happened while gathering it.
 #[derive(Debug)]
-pub struct Captured {
-    pub source: String,
+pub(crate) struct Captured {
+    pub(crate) source: String,
     /// Redacted and within budget.
-    pub content: Content,
+    pub(crate) content: Content,
     /// Bytes the source produced (before redaction and capping).
-    pub original_bytes: u64,
+    pub(crate) original_bytes: u64,
     /// Older bytes were dropped to fit the budget.
-    pub truncated: bool,
-    pub cap_reason: &'static str,
-    pub status: Status,
-    pub reason: Option<String>,
-    pub redactions: usize,
+    pub(crate) truncated: bool,
+    pub(crate) cap_reason: &'static str,
+    pub(crate) status: Status,
+    pub(crate) reason: Option<String>,
+    pub(crate) redactions: usize,
     /// Start of the command's stderr, redacted.
-    pub stderr_head: String,
-    pub duration: Duration,
+    pub(crate) stderr_head: String,
+    pub(crate) duration: Duration,
     /// The line observer that saw the content, handed back to the sink.
-    pub scanner: Option<Scanner>,
+    pub(crate) observer: Option<Box<dyn LineObserver>>,
     /// A followed stream's state after this read (`Members::journal`).
-    pub follow: Option<Followed>,
+    pub(crate) follow: Option<Followed>,
 }
 
 /// Where a followed stream stands after one read.
 #[derive(Debug)]
-pub struct Followed {
+pub(crate) struct Followed {
     /// journalctl's `-- cursor:` line, taken off the content; `None` when
     /// it printed none (nothing new, or it stopped early).
-    pub cursor: Option<String>,
+    pub(crate) cursor: Option<String>,
     /// The whole stream so far, for the next bundle.
-    pub saved: chunks::Saved,
+    pub(crate) saved: chunks::Saved,
     /// Source bytes this read took (the cursor line not included).
-    pub new_bytes: u64,
+    pub(crate) new_bytes: u64,
     /// Lines among them.
-    pub new_lines: u64,
+    pub(crate) new_lines: u64,
     /// Content carried over from earlier bundles.
-    pub reused_bytes: u64,
+    pub(crate) reused_bytes: u64,
 }
 
 impl Captured {
@@ -69,7 +69,7 @@ impl Captured {
             redactions: 0,
             stderr_head: String::new(),
             duration: started.elapsed(),
-            scanner: None,
+            observer: None,
             follow: None,
         }
     }
@@ -83,7 +83,7 @@ pub(super) struct Intake {
     budget: u64,
     raw: u64,
     /// Sees the redacted bytes too (the diagnosis), in the same pass.
-    scanner: Option<Scanner>,
+    observer: Option<Box<dyn LineObserver>>,
     /// A followed stream: the last bytes are held back until the end,
     /// where journalctl's `-- cursor:` line is taken off.
     follow: Option<FollowIntake>,
@@ -108,7 +108,7 @@ pub(super) struct Finished {
     pub(super) content: Content,
     pub(super) raw: u64,
     pub(super) redactions: usize,
-    pub(super) scanner: Option<Scanner>,
+    pub(super) observer: Option<Box<dyn LineObserver>>,
     pub(super) follow: Option<Followed>,
 }
 
@@ -117,7 +117,7 @@ impl Intake {
         ctx: &CollectContext,
         budget: Budget,
         mode: Mode,
-        scanner: Option<Scanner>,
+        observer: Option<Box<dyn LineObserver>>,
         resume: Option<Resume>,
     ) -> Self {
         let (content, follow) = match resume {
@@ -142,7 +142,7 @@ impl Intake {
             content,
             budget: budget.bytes,
             raw: 0,
-            scanner,
+            observer,
             follow,
         }
     }
@@ -153,7 +153,7 @@ impl Intake {
             Self::pass(
                 &mut self.redactor,
                 &mut self.content,
-                &mut self.scanner,
+                &mut self.observer,
                 data,
             );
             return;
@@ -166,7 +166,7 @@ impl Intake {
             Self::pass(
                 &mut self.redactor,
                 &mut self.content,
-                &mut self.scanner,
+                &mut self.observer,
                 &follow.held[..n],
             );
             follow.held.drain(..n);
@@ -176,13 +176,13 @@ impl Intake {
     fn pass(
         redactor: &mut StreamRedactor,
         content: &mut Chunks,
-        scanner: &mut Option<Scanner>,
+        observer: &mut Option<Box<dyn LineObserver>>,
         data: &[u8],
     ) {
-        match scanner {
-            Some(scanner) => redactor.push(data, &mut |b| {
+        match observer {
+            Some(observer) => redactor.push(data, &mut |b| {
                 content.write(b);
-                scanner.feed(b);
+                observer.feed(b);
             }),
             None => redactor.push(data, &mut |b| content.write(b)),
         }
@@ -208,16 +208,16 @@ impl Intake {
             Self::pass(
                 &mut self.redactor,
                 &mut self.content,
-                &mut self.scanner,
+                &mut self.observer,
                 &held,
             );
         }
         let mut content = self.content;
-        let mut scanner = self.scanner;
+        let mut observer = self.observer;
         let count = self.redactor.finish(&mut |b| {
             content.write(b);
-            if let Some(scanner) = &mut scanner {
-                scanner.feed(b);
+            if let Some(observer) = &mut observer {
+                observer.feed(b);
             }
         });
         let follow = self.follow.map(|f| Followed {
@@ -231,7 +231,7 @@ impl Intake {
             content: content.finish_within(self.budget),
             raw: self.raw,
             redactions: count,
-            scanner,
+            observer,
             follow,
         }
     }
@@ -240,7 +240,7 @@ impl Intake {
 /// What bounds one command or one file read.
 pub(super) struct CommandLimits {
     pub(super) budget: Budget,
-    pub(super) scanner: Option<Scanner>,
+    pub(super) observer: Option<Box<dyn LineObserver>>,
     pub(super) mode: Mode,
     pub(super) timeout: Duration,
     /// The manifest's reason when `timeout` kills it.

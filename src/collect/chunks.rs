@@ -41,7 +41,7 @@ pub const GZIP_LEVEL: i32 = crate::gzip::BUNDLE_LEVEL;
 const LONG_LINE: usize = 256 << 10;
 /// Most compressed bytes one member holds in memory: 64 MiB of journal
 /// compresses to 5–10 MiB, so only incompressible content ever reaches it.
-pub const COMPRESSED_CAP: u64 = 12 << 20;
+pub(crate) const COMPRESSED_CAP: u64 = 12 << 20;
 
 /// One sealed chunk: a complete gzip member and what it holds.
 #[derive(Debug, Clone)]
@@ -49,21 +49,16 @@ pub struct Chunk {
     /// The gzip member, shared with the journal cache across bundles.
     pub gz: Arc<Vec<u8>>,
     /// Content bytes.
-    pub raw: u64,
-    pub newlines: u64,
+    pub(crate) raw: u64,
+    pub(crate) newlines: u64,
     /// The content's last byte.
-    pub last: u8,
+    pub(crate) last: u8,
 }
 
 impl Chunk {
-    /// Compresses `data` into a chunk of its own.
-    pub fn seal(data: &[u8]) -> Self {
-        Sealer::new().seal(data)
-    }
-
     /// The content again (for a cut inside the chunk, and for readers that
     /// want plain bytes).
-    pub fn inflate(&self) -> io::Result<Vec<u8>> {
+    pub(crate) fn inflate(&self) -> io::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(usize::try_from(self.raw).unwrap_or(0));
         flate2::read::GzDecoder::new(self.gz.as_slice()).read_to_end(&mut out)?;
         Ok(out)
@@ -105,7 +100,7 @@ impl Default for Sealer {
 
 /// A member's content being gathered.
 #[derive(Debug)]
-pub struct Chunks {
+pub(crate) struct Chunks {
     cap: u64,
     sealed: VecDeque<Chunk>,
     sealed_raw: u64,
@@ -120,7 +115,7 @@ pub struct Chunks {
 }
 
 impl Chunks {
-    pub fn new(cap: u64) -> Self {
+    pub(crate) fn new(cap: u64) -> Self {
         Self {
             cap,
             sealed: VecDeque::new(),
@@ -135,7 +130,7 @@ impl Chunks {
 
     /// Carries on from `saved`, an earlier state of the same stream (the
     /// journal cache), as if its bytes had just been written here.
-    pub fn resume(cap: u64, saved: &Saved) -> Self {
+    pub(crate) fn resume(cap: u64, saved: &Saved) -> Self {
         let mut this = Self::new(cap);
         for chunk in &saved.sealed {
             this.push_sealed(chunk.clone());
@@ -145,17 +140,12 @@ impl Chunks {
         this
     }
 
-    /// Bytes written in all.
-    pub fn seen(&self) -> u64 {
-        self.seen
-    }
-
     /// Bytes held now (a little above the cap until [`Chunks::finish`]).
     fn held(&self) -> u64 {
         self.sealed_raw + self.open.len() as u64
     }
 
-    pub fn write(&mut self, data: &[u8]) {
+    pub(crate) fn write(&mut self, data: &[u8]) {
         if data.is_empty() {
             return;
         }
@@ -196,7 +186,7 @@ impl Chunks {
     /// The stream as it stands, for a later bundle to resume from: the
     /// compressed chunks are shared, an open chunk past [`SAVED_OPEN_BYTES`]
     /// is sealed first so that a cache stays mostly compressed.
-    pub fn save(&mut self) -> Saved {
+    pub(crate) fn save(&mut self) -> Saved {
         if self.open.len() > SAVED_OPEN_BYTES && self.cap > CHUNK_BYTES as u64 {
             let chunk = self.sealer.get_or_insert_with(Sealer::new).seal(&self.open);
             self.open.clear();
@@ -211,7 +201,7 @@ impl Chunks {
 
     /// Like [`Chunks::finish`], keeping at most `budget` bytes (a bundle's
     /// share may be below what the stream keeps for later bundles).
-    pub fn finish_within(mut self, budget: u64) -> Content {
+    pub(crate) fn finish_within(mut self, budget: u64) -> Content {
         self.cap = self.cap.min(budget);
         self.finish()
     }
@@ -242,7 +232,7 @@ impl Chunks {
     }
 
     /// The newest `cap` bytes, ready for the archive.
-    pub fn finish(mut self) -> Content {
+    pub(crate) fn finish(mut self) -> Content {
         let mut excess = self.held().saturating_sub(self.cap);
         while let Some(front) = self.sealed.front() {
             if front.raw > excess {
@@ -296,20 +286,20 @@ impl Chunks {
 }
 
 /// Uncompressed bytes a saved stream may keep (more is sealed first).
-pub const SAVED_OPEN_BYTES: usize = 64 << 10;
+pub(crate) const SAVED_OPEN_BYTES: usize = 64 << 10;
 
 /// A stream's state kept between bundles (`collect::journal::Cache`).
 #[derive(Debug, Clone, Default)]
-pub struct Saved {
-    pub sealed: Vec<Chunk>,
-    pub open: Vec<u8>,
+pub(crate) struct Saved {
+    pub(crate) sealed: Vec<Chunk>,
+    pub(crate) open: Vec<u8>,
     /// Bytes of the stream in all, dropped ones included.
-    pub seen: u64,
+    pub(crate) seen: u64,
 }
 
 impl Saved {
     /// Memory it holds.
-    pub fn held_bytes(&self) -> u64 {
+    pub(crate) fn held_bytes(&self) -> u64 {
         self.sealed.iter().map(|c| c.gz.len() as u64).sum::<u64>() + self.open.len() as u64
     }
 }
@@ -317,10 +307,10 @@ impl Saved {
 /// A finished member: `head` (plain), the sealed chunks (gzip members),
 /// then `tail` (plain), `len` bytes in all.
 #[derive(Debug, Default)]
-pub struct Content {
-    pub head: Vec<u8>,
-    pub sealed: Vec<Chunk>,
-    pub tail: Vec<u8>,
+pub(crate) struct Content {
+    pub(crate) head: Vec<u8>,
+    pub(crate) sealed: Vec<Chunk>,
+    pub(crate) tail: Vec<u8>,
     len: u64,
     seen: u64,
     problem: Option<String>,
@@ -328,36 +318,37 @@ pub struct Content {
 
 impl Content {
     /// Bytes in the member.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Bytes the stream had before the cap.
-    pub fn seen(&self) -> u64 {
+    pub(crate) fn seen(&self) -> u64 {
         self.seen
     }
 
     /// Whether older bytes were dropped.
-    pub fn truncated(&self) -> bool {
+    pub(crate) fn truncated(&self) -> bool {
         self.seen > self.len
     }
 
     /// Why less than the cap was kept, if memory bounded it.
-    pub fn problem(&self) -> Option<&str> {
+    pub(crate) fn problem(&self) -> Option<&str> {
         self.problem.as_deref()
     }
 
     /// Compressed bytes held.
-    pub fn compressed_bytes(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn compressed_bytes(&self) -> u64 {
         self.sealed.iter().map(|c| c.gz.len() as u64).sum()
     }
 
     /// Lines of the member, a partial last one included.
-    pub fn lines(&self) -> u64 {
+    pub(crate) fn lines(&self) -> u64 {
         let count = |b: &[u8]| memchr::memchr_iter(b'\n', b).count() as u64;
         let newlines = count(&self.head)
             + self.sealed.iter().map(|c| c.newlines).sum::<u64>()
@@ -372,7 +363,7 @@ impl Content {
     }
 
     /// The content as plain bytes, in order (decompressing the chunks).
-    pub fn reader(&self) -> ContentReader<'_> {
+    pub(crate) fn reader(&self) -> ContentReader<'_> {
         ContentReader {
             content: self,
             part: 0,
@@ -383,7 +374,7 @@ impl Content {
 }
 
 /// Reads a [`Content`] in order.
-pub struct ContentReader<'a> {
+pub(crate) struct ContentReader<'a> {
     content: &'a Content,
     /// 0 = head, 1..=n = sealed chunk n-1, n+1 = tail.
     part: usize,

@@ -55,7 +55,7 @@ pub(super) fn capture_command(
 ) -> Captured {
     let CommandLimits {
         budget,
-        scanner,
+        observer,
         mode,
         timeout,
         timeout_reason,
@@ -92,7 +92,7 @@ pub(super) fn capture_command(
     };
 
     let intake = Arc::new(Mutex::new(Some(Intake::new(
-        ctx, budget, mode, scanner, resume,
+        ctx, budget, mode, observer, resume,
     ))));
     let stderr_head = Arc::new(Mutex::new(Vec::new()));
     let abandoned = Arc::new(AtomicBool::new(false));
@@ -179,7 +179,7 @@ pub(super) fn capture_command(
         content,
         raw: original_bytes,
         redactions,
-        scanner,
+        observer,
         follow,
     } = intake.finish();
 
@@ -210,7 +210,7 @@ pub(super) fn capture_command(
         redactions,
         stderr_head,
         duration: started.elapsed(),
-        scanner,
+        observer,
         follow,
     }
 }
@@ -233,7 +233,7 @@ fn exit_outcome(exit: ExitStatus, stderr: &str) -> (Status, Option<String>) {
 }
 
 /// First non-empty line of `text`, shortened for the manifest.
-pub fn first_line(text: &str) -> Option<String> {
+pub(crate) fn first_line(text: &str) -> Option<String> {
     const MAX_CHARS: usize = 300;
     let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
     Some(line.chars().take(MAX_CHARS).collect())

@@ -16,28 +16,28 @@ use crate::redact::Redactor;
 
 /// Everything a collector needs to know about the host it reads.
 #[derive(Debug, Clone)]
-pub struct CollectContext {
+pub(crate) struct CollectContext {
     /// Sysroot prefix for host files (`/` on a real host).
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// Longest a single external command may run before it is killed.
-    pub command_timeout: Duration,
+    pub(crate) command_timeout: Duration,
     /// Scrubs secrets from every collected byte.
-    pub redactor: Redactor,
+    pub(crate) redactor: Redactor,
     /// PATH used to find external commands; `None` = inherit the agent's.
     /// Tests point it at fixture scripts without touching the process-wide
     /// environment, which parallel tests share.
-    pub path_env: Option<OsString>,
+    pub(crate) path_env: Option<OsString>,
     /// kubelet's health endpoint, asked once per bundle; `None` = not asked.
-    pub kubelet_healthz_url: Option<String>,
+    pub(crate) kubelet_healthz_url: Option<String>,
     /// The journal streams read by earlier bundles of this run, continued
     /// from their cursors (`journal_cache::Cache`); `None` = every bundle reads
     /// the journal from its start (`collect`, a one-off bundle).
-    pub journal_cache: Option<Arc<Mutex<journal_cache::Cache>>>,
+    pub(crate) journal_cache: Option<Arc<Mutex<journal_cache::Cache>>>,
 }
 
 impl CollectContext {
     /// A context with no kubelet probe.
-    pub fn new(root: PathBuf, command_timeout: Duration, redactor: Redactor) -> Self {
+    pub(crate) fn new(root: PathBuf, command_timeout: Duration, redactor: Redactor) -> Self {
         Self {
             root,
             command_timeout,
@@ -51,7 +51,7 @@ impl CollectContext {
     /// Whether `root` is the running system's own root, so that commands
     /// which only see the live system (ip, crictl, df) describe the same host
     /// as the files.
-    pub fn is_live_root(&self) -> bool {
+    pub(crate) fn is_live_root(&self) -> bool {
         self.root.has_root()
             && self
                 .root
@@ -64,7 +64,7 @@ impl CollectContext {
     /// sysroot's `/etc/resolv.conf` usually points at an absolute `/run/...`
     /// path that must not escape to the live system). A path that does not
     /// resolve is joined as written, `..` never climbing out.
-    pub fn host_path(&self, host: &Path) -> PathBuf {
+    pub(crate) fn host_path(&self, host: &Path) -> PathBuf {
         let resolved =
             crate::rootfs::resolve_path(&self.root, host).unwrap_or_else(|| normalize(host));
         if self.is_live_root() {
@@ -75,7 +75,7 @@ impl CollectContext {
 
     /// The regular files (and symlinks to them inside the root) directly in
     /// host directory `dir`, sorted by name.
-    pub fn list_files(&self, dir: &str) -> io::Result<Vec<HostFile>> {
+    pub(crate) fn list_files(&self, dir: &str) -> io::Result<Vec<HostFile>> {
         let mut files = Vec::new();
         for name in crate::rootfs::read_dir(&self.root, Path::new(dir))? {
             let name = name.to_string_lossy().into_owned();
@@ -98,7 +98,7 @@ impl CollectContext {
 
     /// The subdirectories (and symlinks to directories inside the root) of
     /// host directory `dir`, sorted by name.
-    pub fn list_dirs(&self, dir: &str) -> io::Result<Vec<String>> {
+    pub(crate) fn list_dirs(&self, dir: &str) -> io::Result<Vec<String>> {
         let mut dirs = Vec::new();
         for name in crate::rootfs::read_dir(&self.root, Path::new(dir))? {
             let name = name.to_string_lossy().into_owned();
@@ -114,19 +114,24 @@ impl CollectContext {
 
     /// Reads at most `limit` bytes of host file `host` inside the root,
     /// giving up after `timeout` ([`crate::rootfs::read_limited`]).
-    pub fn read_host_file(&self, host: &str, limit: u64, timeout: Duration) -> io::Result<Vec<u8>> {
+    pub(crate) fn read_host_file(
+        &self,
+        host: &str,
+        limit: u64,
+        timeout: Duration,
+    ) -> io::Result<Vec<u8>> {
         crate::rootfs::read_limited(&self.root, Path::new(host), limit, timeout)
     }
 }
 
 /// A file found by [`CollectContext::list_files`].
 #[derive(Debug, Clone)]
-pub struct HostFile {
-    pub name: String,
+pub(crate) struct HostFile {
+    pub(crate) name: String,
     /// Absolute host path (without the root prefix).
-    pub host: String,
-    pub bytes: u64,
-    pub mtime: Option<SystemTime>,
+    pub(crate) host: String,
+    pub(crate) bytes: u64,
+    pub(crate) mtime: Option<SystemTime>,
 }
 
 /// Lexically resolves `.` and `..` so that a path can never climb above `/`

@@ -37,7 +37,7 @@ const POD_LOG_MAX_BYTES: u64 = 4 * 1024 * 1024;
 /// Files looked at; a node with more has been up far longer than a boot.
 const MAX_POD_LOGS: usize = 400;
 
-pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
+pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.command("crio/crictl-ps-a.txt", "crictl", ["ps", "-a"])?;
     m.command("crio/crictl-pods.txt", "crictl", ["pods"])?;
     m.command("crio/crictl-info.txt", "crictl", ["info"])?;

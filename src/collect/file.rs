@@ -45,7 +45,7 @@ pub(super) fn capture_file(
 ) -> Captured {
     let CommandLimits {
         budget,
-        scanner,
+        observer,
         mode,
         timeout,
         timeout_reason,
@@ -75,7 +75,7 @@ pub(super) fn capture_file(
             return Captured::without_data(source, status, reason, started);
         }
     };
-    let mut intake = Intake::new(ctx, budget, mode, scanner, resume);
+    let mut intake = Intake::new(ctx, budget, mode, observer, resume);
     let (skipped_bytes, end, gzip) = match plan {
         Plan::Gzip { skip } => {
             if skip > 0 {
@@ -113,7 +113,7 @@ pub(super) fn capture_file(
         content,
         raw,
         redactions,
-        scanner,
+        observer,
         follow,
     } = intake.finish();
     let (status, reason) = match (timed_out, read_error) {
@@ -145,7 +145,7 @@ pub(super) fn capture_file(
         redactions,
         stderr_head: String::new(),
         duration: started.elapsed(),
-        scanner,
+        observer,
         follow,
     }
 }

@@ -33,7 +33,7 @@ use super::report::Status;
 
 // The cache lives in its own file so that the context and `Members` hold it
 // without importing this collector (which imports them); this is its path.
-pub use super::journal_cache::Cache;
+pub(crate) use super::journal_cache::Cache;
 
 /// `--all` keeps lines with control characters (kubelet's and crio's colour
 /// codes) instead of `[N blob data]`; the bytes are shipped as they are.
@@ -63,7 +63,7 @@ const NOISY_UNITS: &[&str] = &["crio", "kubelet"];
 const JOURNAL_DIRS: [&str; 2] = ["/run/log/journal", "/var/log/journal"];
 
 /// `--root=<root>` when the context reads a sysroot.
-pub fn root_args(ctx: &CollectContext) -> Vec<OsString> {
+pub(crate) fn root_args(ctx: &CollectContext) -> Vec<OsString> {
     if ctx.is_live_root() {
         Vec::new()
     } else {
@@ -73,7 +73,7 @@ pub fn root_args(ctx: &CollectContext) -> Vec<OsString> {
     }
 }
 
-pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
+pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     let base = root_args(m.ctx());
     let args = |extra: &[&str]| -> Vec<OsString> {
         base.iter()

@@ -17,19 +17,19 @@ use super::command::{capture_command, command_line};
 use super::context::CollectContext;
 use super::file::capture_file;
 use super::journal_cache;
+use super::observe::{Observers, Placement};
 use super::report::{
     escape_controls, millis, Budget, FileReport, Status, COLLECTOR_CAP_REASON, MEMBER_CAP_REASON,
     TIME_LIMIT_REASON,
 };
-use crate::diagnose::{Placement, Scanner};
 use crate::redact::Mode;
 
 /// Entries a followed journal stream's first read asks for to learn their
 /// size (and all it needs when the stream is that short).
-pub const TAIL_PROBE_ENTRIES: u64 = 2000;
+pub(crate) const TAIL_PROBE_ENTRIES: u64 = 2000;
 
 /// Where finished members go: the archive writer.
-pub trait Sink {
+pub(crate) trait Sink {
     /// The most the next member may hold.
     fn budget(&self) -> Budget;
     /// Adds one complete member (`path` relative to the bundle's top dir) of
@@ -41,34 +41,18 @@ pub trait Sink {
     fn append_content(&mut self, path: &str, content: &Content) -> io::Result<()> {
         self.append(path, content.len(), &mut content.reader())
     }
-
-    /// A line observer for member `path`, fed the same redacted bytes as the
-    /// member on their way in (the diagnosis engine); `None` = not observed.
-    fn scanner(&mut self, _path: &str) -> Option<Scanner> {
-        None
-    }
-
-    /// Hands back a member's observer once the member is placed.
-    fn scanned(&mut self, _scanner: Scanner, _placement: Placement) {}
 }
 
 /// Per-member options.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Opts {
-    pub mode: Mode,
+pub(crate) struct Opts {
+    pub(crate) mode: Mode,
     /// A cap of this member's own, below the others.
-    pub max_bytes: Option<u64>,
+    pub(crate) max_bytes: Option<u64>,
 }
 
 impl Opts {
-    pub fn keyfile() -> Self {
-        Self {
-            mode: Mode::Keyfile,
-            max_bytes: None,
-        }
-    }
-
-    pub fn max_bytes(max: u64) -> Self {
+    pub(crate) fn max_bytes(max: u64) -> Self {
         Self {
             mode: Mode::Text,
             max_bytes: Some(max),
@@ -78,9 +62,11 @@ impl Opts {
 
 /// A collector's handle: gathers members into the sink and remembers what
 /// happened to each.
-pub struct Members<'a> {
+pub(crate) struct Members<'a> {
     ctx: &'a CollectContext,
     sink: &'a mut dyn Sink,
+    /// The line hook: who watches the members as they go in.
+    observers: &'a mut dyn Observers,
     files: Vec<FileReport>,
     note: Option<String>,
     digest: Option<String>,
@@ -97,6 +83,7 @@ impl<'a> Members<'a> {
     pub(super) fn new(
         ctx: &'a CollectContext,
         sink: &'a mut dyn Sink,
+        observers: &'a mut dyn Observers,
         max_bytes: u64,
         time_limit: Duration,
         started: Instant,
@@ -104,6 +91,7 @@ impl<'a> Members<'a> {
         Self {
             ctx,
             sink,
+            observers,
             files: Vec::new(),
             note: None,
             digest: None,
@@ -121,13 +109,13 @@ impl<'a> Members<'a> {
 }
 
 impl Members<'_> {
-    pub fn ctx(&self) -> &CollectContext {
+    pub(crate) fn ctx(&self) -> &CollectContext {
         self.ctx
     }
 
     /// A collector-level remark for the manifest (why everything was
     /// skipped, or what was left out on purpose).
-    pub fn note(&mut self, note: impl Into<String>) {
+    pub(crate) fn note(&mut self, note: impl Into<String>) {
         let note = escape_controls(&note.into()).into_owned();
         self.note = Some(match self.note.take() {
             Some(old) => format!("{old}; {note}"),
@@ -136,19 +124,19 @@ impl Members<'_> {
     }
 
     /// The collector's one-line finding, copied into the manifest.
-    pub fn set_digest(&mut self, digest: Option<String>) {
+    pub(crate) fn set_digest(&mut self, digest: Option<String>) {
         self.digest = digest;
     }
 
     /// Time left before the collector's limit.
-    pub fn time_left(&self) -> Duration {
+    pub(crate) fn time_left(&self) -> Duration {
         self.deadline.map_or(Duration::MAX, |d| {
             d.saturating_duration_since(Instant::now())
         })
     }
 
     /// Bytes the next member may hold.
-    pub fn budget(&self, opts: Opts) -> Budget {
+    pub(crate) fn budget(&self, opts: Opts) -> Budget {
         let mut budget = self.sink.budget();
         if self.remaining < budget.bytes {
             budget = Budget {
@@ -169,7 +157,7 @@ impl Members<'_> {
 
     /// Whether the collector has neither bytes nor time left (callers that
     /// loop over many sources stop early).
-    pub fn exhausted(&self) -> bool {
+    pub(crate) fn exhausted(&self) -> bool {
         self.budget(Opts::default()).bytes == 0 || self.time_left().is_zero()
     }
 
@@ -181,7 +169,7 @@ impl Members<'_> {
     }
 
     /// Runs `program args…` and stores its stdout as `path`.
-    pub fn command<I, S>(&mut self, path: &str, program: &str, args: I) -> io::Result<()>
+    pub(crate) fn command<I, S>(&mut self, path: &str, program: &str, args: I) -> io::Result<()>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -191,7 +179,7 @@ impl Members<'_> {
 
     /// Like [`Members::command`], with a chance to reinterpret the outcome
     /// before it is recorded (journalctl's "no previous boot" is a skip).
-    pub fn command_adjusted<I, S>(
+    pub(crate) fn command_adjusted<I, S>(
         &mut self,
         path: &str,
         program: &str,
@@ -206,7 +194,7 @@ impl Members<'_> {
     }
 
     /// Like [`Members::command`], with per-member options.
-    pub fn command_with<I, S>(
+    pub(crate) fn command_with<I, S>(
         &mut self,
         path: &str,
         program: &str,
@@ -246,7 +234,7 @@ impl Members<'_> {
     /// the context (the running agent), the member carries on from the previous bundle's read:
     /// journalctl is asked only for the entries after that read's cursor
     /// (`--after-cursor`, `--show-cursor`), the content and the diagnosis
-    /// scanner's state so far come from the cache, and the new entries are
+    /// observer's state so far come from the cache, and the new entries are
     /// redacted, scanned and compressed once. A read that ends without a
     /// cursor (failed, killed) ships what it has and starts afresh next time.
     ///
@@ -255,7 +243,7 @@ impl Members<'_> {
     /// size per entry tells how many entries the member cap keeps, and a
     /// second read asks journalctl for that many (with a margin) instead of
     /// streaming a journal of any size through the cap.
-    pub fn journal(
+    pub(crate) fn journal(
         &mut self,
         path: &str,
         args: Vec<OsString>,
@@ -281,8 +269,8 @@ impl Members<'_> {
         run_args.extend(["--quiet", "--show-cursor"].map(OsString::from));
         let mut carried = (0, 0, None);
         let saved = entry.map(|entry| {
-            if limits.scanner.is_some() {
-                limits.scanner = entry.scanner;
+            if limits.observer.is_some() {
+                limits.observer = entry.observer;
             }
             let mut after = OsString::from("--after-cursor=");
             after.push(&entry.cursor);
@@ -315,7 +303,7 @@ impl Members<'_> {
                     saved: follow.saved.clone(),
                     original_bytes: captured.original_bytes,
                     redactions: captured.redactions,
-                    scanner: captured.scanner.as_ref().map(Scanner::resumed),
+                    observer: captured.observer.as_ref().map(|o| o.resumed()),
                 };
                 cache
                     .lock()
@@ -365,7 +353,7 @@ impl Members<'_> {
         }
         let limits = CommandLimits {
             budget,
-            scanner: self.sink.scanner(path),
+            observer: self.observers.observer(path),
             mode,
             timeout: left,
             timeout_reason,
@@ -400,11 +388,11 @@ impl Members<'_> {
 
     /// Reads the absolute host path `host` under the context's root and
     /// stores it as `path`.
-    pub fn file(&mut self, path: &str, host: &str) -> io::Result<()> {
+    pub(crate) fn file(&mut self, path: &str, host: &str) -> io::Result<()> {
         self.file_with(path, host, Opts::default())
     }
 
-    pub fn file_with(&mut self, path: &str, host: &str, opts: Opts) -> io::Result<()> {
+    pub(crate) fn file_with(&mut self, path: &str, host: &str, opts: Opts) -> io::Result<()> {
         let real = self.ctx.host_path(Path::new(host));
         let source = real.display().to_string();
         // A read stuck on a hung filesystem is bounded like a command.
@@ -450,7 +438,7 @@ impl Members<'_> {
         };
         Some(CommandLimits {
             budget,
-            scanner: self.sink.scanner(path),
+            observer: self.observers.observer(path),
             mode: opts.mode,
             timeout,
             timeout_reason,
@@ -460,7 +448,12 @@ impl Members<'_> {
 
     /// Stores content the agent produced itself (summaries). Not truncated:
     /// a cut JSON document is useless, so it is skipped when it does not fit.
-    pub fn generated(&mut self, path: &str, source: &str, mut data: Vec<u8>) -> io::Result<()> {
+    pub(crate) fn generated(
+        &mut self,
+        path: &str,
+        source: &str,
+        mut data: Vec<u8>,
+    ) -> io::Result<()> {
         let started = Instant::now();
         let redactions = self.ctx.redactor.redact(&mut data);
         let budget = self.budget(Opts::default());
@@ -471,9 +464,9 @@ impl Members<'_> {
         let mut content = Chunks::new(data.len() as u64);
         content.write(&data);
         let content = content.finish();
-        let scanner = self.sink.scanner(path).map(|mut scanner| {
-            scanner.feed(&data);
-            scanner
+        let observer = self.observers.observer(path).map(|mut observer| {
+            observer.feed(&data);
+            observer
         });
         self.add(
             path,
@@ -488,19 +481,19 @@ impl Members<'_> {
                 redactions,
                 stderr_head: String::new(),
                 duration: started.elapsed(),
-                scanner,
+                observer,
                 follow: None,
             },
         )
     }
 
     /// Bytes the last member put in the archive.
-    pub fn last_bytes(&self) -> u64 {
+    pub(crate) fn last_bytes(&self) -> u64 {
         self.files.last().map_or(0, |f| f.bytes)
     }
 
     /// Lists a member that was not attempted.
-    pub fn skip(&mut self, path: &str, source: &str, reason: impl Into<String>) {
+    pub(crate) fn skip(&mut self, path: &str, source: &str, reason: impl Into<String>) {
         self.record_skip(path, source.to_owned(), reason.into());
     }
 
@@ -522,9 +515,10 @@ impl Members<'_> {
     }
 
     fn add(&mut self, path: &str, mut captured: Captured) -> io::Result<()> {
-        // Names built from host file names: the tar name and the manifest
-        // carry the same escaped form.
-        let path: &str = &escape_controls(path);
+        // Names built from host file names: escaped and redacted like their
+        // content, the same form in the tar name and in the manifest.
+        let escaped = escape_controls(path);
+        let path: &str = &self.ctx.redactor.redact_str(&escaped);
         let size = captured.content.len();
         let archive = match captured.status {
             Status::Ok | Status::Partial => true,
@@ -536,20 +530,20 @@ impl Members<'_> {
             self.sink.append_content(path, &captured.content)?;
             self.remaining = self.remaining.saturating_sub(size);
         }
-        if let Some(scanner) = captured.scanner.take() {
+        if let Some(observer) = captured.observer.take() {
             // Only a cut member needs its own line count (to renumber the
             // evidence); the chunks know theirs.
             let member_lines = if dropped > 0 {
                 captured.content.lines()
             } else {
-                scanner.lines() + 1
+                observer.lines() + 1
             };
             let placement = Placement {
                 archived: archive,
                 dropped_bytes: dropped,
                 member_lines,
             };
-            self.sink.scanned(scanner, placement);
+            self.observers.observed(observer, placement);
         }
         let mut reason = captured.reason;
         let mut note = |text: String| {

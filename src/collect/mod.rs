@@ -28,20 +28,21 @@
 //! `journal_cache`. Collectors import those files, never this one, which
 //! names them all.
 
-pub mod capture;
+pub(crate) mod capture;
 pub mod chunks;
-pub mod command;
-pub mod context;
-pub mod crio;
+pub(crate) mod command;
+pub(crate) mod context;
+pub(crate) mod crio;
 mod file;
-pub mod journal;
-pub mod journal_cache;
-pub mod members;
-pub mod mounts;
-pub mod network;
-pub mod report;
-pub mod system;
-pub mod systemd;
+pub(crate) mod journal;
+pub(crate) mod journal_cache;
+pub(crate) mod members;
+pub(crate) mod mounts;
+pub(crate) mod network;
+pub(crate) mod observe;
+pub(crate) mod report;
+pub(crate) mod system;
+pub(crate) mod systemd;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod text;
@@ -51,39 +52,41 @@ use std::time::{Duration, Instant};
 
 // The names modules outside collect/ use. Collectors import the files
 // themselves: this one names them all, so importing it would be a circle.
-pub use context::CollectContext;
-pub use members::{Members, Sink};
-pub use report::{
-    is_cap_reason, Budget, CollectorReport, FileReport, Status, Unlisted, BUNDLE_CAP_REASON,
-    MEMBER_CAP_REASON,
+pub(crate) use context::CollectContext;
+pub(crate) use members::{Members, Sink};
+#[cfg(test)]
+use observe::Unobserved;
+pub(crate) use observe::{LineObserver, Observers, Placement};
+pub(crate) use report::{
+    is_cap_reason, Budget, CollectorReport, Status, BUNDLE_CAP_REASON, MEMBER_CAP_REASON,
 };
 use report::{millis, summarize};
 
-pub type CollectFn = fn(&mut Members<'_>) -> io::Result<()>;
+pub(crate) type CollectFn = fn(&mut Members<'_>) -> io::Result<()>;
 
 /// A collector with its own limits.
 #[derive(Debug, Clone, Copy)]
-pub struct Collector {
-    pub name: &'static str,
-    pub collect: CollectFn,
+pub(crate) struct Collector {
+    pub(crate) name: &'static str,
+    pub(crate) collect: CollectFn,
     /// Most bytes its members may hold together.
-    pub max_bytes: u64,
+    pub(crate) max_bytes: u64,
     /// Longest it may run; commands still running then are killed and the
     /// members not yet started are skipped.
-    pub time_limit: Duration,
+    pub(crate) time_limit: Duration,
 }
 
 const MIB: u64 = 1024 * 1024;
 
 /// The records collector's time limit, which also bounds the agent's own
 /// records summary for `progress_info`.
-pub const RECORDS_TIME_LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const RECORDS_TIME_LIMIT: Duration = Duration::from_secs(30);
 
 /// Every collector, in bundle order: the small precious ones first and the
 /// big journals last, so the bundle size cap can only ever cut the journals;
 /// each but the journal has a cap of its own so that, say, a pod log storm
 /// cannot eat the journal's share either.
-pub const COLLECTORS: &[Collector] = &[
+pub(crate) const COLLECTORS: &[Collector] = &[
     Collector {
         name: "records",
         collect: crate::records::collector::collect,
@@ -128,12 +131,13 @@ pub const COLLECTORS: &[Collector] = &[
     },
 ];
 
-/// Runs one collector against `sink` and returns its manifest entry. Errs
-/// only when the sink cannot write.
-pub fn run(
+/// Runs one collector against `sink`, its members watched by `observers`,
+/// and returns its manifest entry. Errs only when the sink cannot write.
+pub(crate) fn run(
     spec: &Collector,
     ctx: &CollectContext,
     sink: &mut dyn Sink,
+    observers: &mut dyn Observers,
 ) -> io::Result<CollectorReport> {
     let mut report = run_limited(
         spec.name,
@@ -142,6 +146,7 @@ pub fn run(
         spec.time_limit,
         ctx,
         sink,
+        observers,
     )?;
     report.max_bytes = (spec.max_bytes != u64::MAX).then_some(spec.max_bytes);
     report.time_limit_ms = Some(millis(spec.time_limit));
@@ -149,13 +154,22 @@ pub fn run(
 }
 
 /// Runs a collector with no limits of its own (tests, one-off members).
-pub fn run_collector(
+#[cfg(test)]
+pub(crate) fn run_collector(
     name: &str,
     collect: CollectFn,
     ctx: &CollectContext,
     sink: &mut dyn Sink,
 ) -> io::Result<CollectorReport> {
-    run_limited(name, collect, u64::MAX, Duration::MAX, ctx, sink)
+    run_limited(
+        name,
+        collect,
+        u64::MAX,
+        Duration::MAX,
+        ctx,
+        sink,
+        &mut Unobserved,
+    )
 }
 
 fn run_limited(
@@ -165,9 +179,10 @@ fn run_limited(
     time_limit: Duration,
     ctx: &CollectContext,
     sink: &mut dyn Sink,
+    observers: &mut dyn Observers,
 ) -> io::Result<CollectorReport> {
     let started = Instant::now();
-    let mut members = Members::new(ctx, sink, max_bytes, time_limit, started);
+    let mut members = Members::new(ctx, sink, observers, max_bytes, time_limit, started);
     collect(&mut members)?;
     let (files, note, digest) = members.into_parts();
     let (status, reason) = summarize(&files, note);
@@ -211,7 +226,7 @@ mod tests {
         };
         let mut sink = MemorySink::new(1 << 20, u64::MAX);
         let started = Instant::now();
-        let report = super::run(&spec, &ctx, &mut sink).unwrap();
+        let report = super::run(&spec, &ctx, &mut sink, &mut Unobserved).unwrap();
         assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(sink.get("a.txt").unwrap(), b"0123456789");
         assert_eq!(sink.get("b.txt").unwrap(), b"fghij");
@@ -238,7 +253,7 @@ mod tests {
             ..spec
         };
         let mut sink = MemorySink::new(1 << 20, u64::MAX);
-        let report = super::run(&spec, &ctx, &mut sink).unwrap();
+        let report = super::run(&spec, &ctx, &mut sink, &mut Unobserved).unwrap();
         let c = &report.files[2];
         assert_eq!(c.status, Status::TimedOut, "{c:?}");
         assert_eq!(

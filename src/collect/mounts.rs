@@ -6,7 +6,7 @@ use std::io;
 
 use super::members::Members;
 
-pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
+pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.file("mounts/mountinfo", "/proc/self/mountinfo")?;
     m.command("mounts/findmnt.txt", "findmnt", ["--list"])?;
     m.command("mounts/df-h.txt", "df", ["-h"])?;

@@ -29,7 +29,7 @@ const NM_CONNECTION_DIRS: [(&str, &str); 2] = [
 const MAX_CONNECTIONS: usize = 200;
 const CONNECTION_MAX_BYTES: u64 = 256 * 1024;
 
-pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
+pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.command("network/ip-addr.txt", "ip", ["-d", "address", "show"])?;
     m.command(
         "network/ip-route.txt",

@@ -6,172 +6,24 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-/// Outcome of one member or one collector, as written in the manifest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Ok,
-    Failed,
-    Skipped,
-    TimedOut,
-    Partial,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Failed => "failed",
-            Status::Skipped => "skipped",
-            Status::TimedOut => "timed_out",
-            Status::Partial => "partial",
-        }
-    }
-}
-
-/// One member a collector tried to produce.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileReport {
-    /// Path inside the bundle's top directory, e.g. `journal/this-boot.log`.
-    pub path: String,
-    /// The command line or the host path the content came from.
-    pub source: String,
-    pub status: Status,
-    pub reason: Option<String>,
-    /// Whether the member is in the archive (skipped ones and failures with
-    /// no output are only listed here).
-    pub archived: bool,
-    /// Bytes in the archive.
-    pub bytes: u64,
-    /// Only the newest part was kept.
-    pub truncated: bool,
-    /// Size the source produced before capping, when truncated.
-    pub original_bytes: Option<u64>,
-    /// Secrets replaced in this member.
-    pub redactions: usize,
-    pub duration_ms: u64,
-    /// Bytes of the member carried over from earlier bundles of the same
-    /// run without reading them again (the journal cache).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub reused_bytes: u64,
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// One collector's entry in the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CollectorReport {
-    pub name: String,
-    pub status: Status,
-    pub reason: Option<String>,
-    /// Bytes this collector put in the archive.
-    pub bytes: u64,
-    pub duration_ms: u64,
-    pub files: Vec<FileReport>,
-    /// This collector's own size cap, if it has one below the bundle's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_bytes: Option<u64>,
-    /// This collector's own time limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_limit_ms: Option<u64>,
-    /// One line naming the worst finding (the records collector's summary).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub digest: Option<String>,
-    /// Members past what the manifest lists for one collector (its size is
-    /// bounded), counted rather than listed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unlisted: Option<Unlisted>,
-}
-
-/// The members of a collector the manifest does not list, in total.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Unlisted {
-    pub files: usize,
-    /// Those in the archive.
-    pub archived: usize,
-    /// Their bytes in the archive.
-    pub bytes: u64,
-    pub redactions: usize,
-    /// Those whose status is not ok (skipped ones included).
-    pub not_ok: usize,
-}
-
-impl CollectorReport {
-    /// Secrets replaced in its members, listed or not.
-    pub fn redactions(&self) -> usize {
-        self.files.iter().map(|f| f.redactions).sum::<usize>()
-            + self.unlisted.as_ref().map_or(0, |u| u.redactions)
-    }
-
-    /// Lists at most `max_files` members, and no more than `max_bytes` of
-    /// their JSON; the rest are counted in [`CollectorReport::unlisted`] and
-    /// the reason says so. Reasons are cut to `max_reason` characters.
-    pub fn bound_listing(&mut self, max_files: usize, max_bytes: usize, max_reason: usize) {
-        if let Some(reason) = &mut self.reason {
-            cut_chars(reason, max_reason);
-        }
-        let mut listed_bytes = 0usize;
-        let mut keep = self.files.len();
-        for (i, file) in self.files.iter_mut().enumerate() {
-            if let Some(reason) = &mut file.reason {
-                cut_chars(reason, max_reason);
-            }
-            listed_bytes += serde_json::to_vec(file).map_or(0, |json| json.len());
-            if i == max_files || listed_bytes > max_bytes {
-                keep = i;
-                break;
-            }
-        }
-        if keep == self.files.len() {
-            return;
-        }
-        let mut unlisted = self.unlisted.take().unwrap_or_default();
-        for file in self.files.drain(keep..) {
-            unlisted.files += 1;
-            unlisted.archived += usize::from(file.archived);
-            unlisted.bytes += file.bytes;
-            unlisted.redactions += file.redactions;
-            unlisted.not_ok += usize::from(file.status != Status::Ok);
-        }
-        let note = format!(
-            "{} more member(s) not listed (the manifest lists at most {max_files} per collector): {} archived, {} bytes, {} redaction(s)",
-            unlisted.files, unlisted.archived, unlisted.bytes, unlisted.redactions
-        );
-        self.reason = Some(match self.reason.take() {
-            Some(reason) => format!("{reason}; {note}"),
-            None => note,
-        });
-        self.unlisted = Some(unlisted);
-    }
-}
-
-/// Cuts `text` to `max` characters, marking the cut.
-pub fn cut_chars(text: &mut String, max: usize) {
-    if let Some((at, _)) = text.char_indices().nth(max) {
-        text.truncate(at);
-        text.push('…');
-    }
-}
+// The manifest's entries are the bundle format's (`bundle-format`); collect
+// fills them in.
+pub(crate) use bundle_format::{cut_chars, CollectorReport, FileReport, Status};
 
 /// How much the next member may hold, and what limits it, for the manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
-    pub bytes: u64,
-    pub reason: &'static str,
+pub(crate) struct Budget {
+    pub(crate) bytes: u64,
+    pub(crate) reason: &'static str,
 }
 
-pub const MEMBER_CAP_REASON: &str = "member size cap";
-pub const BUNDLE_CAP_REASON: &str = "bundle size cap";
-pub const COLLECTOR_CAP_REASON: &str = "collector size cap";
-pub const TIME_LIMIT_REASON: &str = "collector time limit";
+pub(crate) const MEMBER_CAP_REASON: &str = "member size cap";
+pub(crate) const BUNDLE_CAP_REASON: &str = "bundle size cap";
+pub(crate) const COLLECTOR_CAP_REASON: &str = "collector size cap";
+pub(crate) const TIME_LIMIT_REASON: &str = "collector time limit";
 
 /// Whether a reason names one of the size caps.
-pub fn is_cap_reason(reason: &str) -> bool {
+pub(crate) fn is_cap_reason(reason: &str) -> bool {
     [MEMBER_CAP_REASON, BUNDLE_CAP_REASON, COLLECTOR_CAP_REASON]
         .iter()
         .any(|cap| reason.starts_with(cap))
@@ -241,7 +93,7 @@ pub(super) fn millis(d: Duration) -> u64 {
 /// newline or an escape sequence must reach neither a tar name nor a
 /// terminal raw (docs/bundle.md, "Names"). Borrowed when there is nothing
 /// to escape; escaping an escaped text changes nothing.
-pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
     fn needs_escape(c: char) -> bool {
         c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
     }

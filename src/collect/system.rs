@@ -14,7 +14,7 @@ use sysinfo::{CpuRefreshKind, Disks, System};
 
 use super::members::Members;
 
-pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
+pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.file("system/boot_id", "/proc/sys/kernel/random/boot_id")?;
     m.file("system/os-release", "/etc/os-release")?;
     m.file("system/cmdline", "/proc/cmdline")?;

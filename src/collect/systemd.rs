@@ -36,7 +36,7 @@ const HEALTHZ_TIMEOUT: Duration = Duration::from_secs(3);
 /// An answer bigger than this is not kubelet's `ok`.
 const HEALTHZ_MAX_BYTES: u64 = 16 * 1024;
 
-pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
+pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.command(
         "systemd/list-units.txt",
         "systemctl",

@@ -11,15 +11,15 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub struct MemorySink {
-    pub members: Vec<(String, Vec<u8>)>,
-    pub member_cap: u64,
-    pub total_cap: u64,
-    pub used: u64,
+pub(crate) struct MemorySink {
+    pub(crate) members: Vec<(String, Vec<u8>)>,
+    pub(crate) member_cap: u64,
+    pub(crate) total_cap: u64,
+    pub(crate) used: u64,
 }
 
 impl MemorySink {
-    pub fn new(member_cap: u64, total_cap: u64) -> Self {
+    pub(crate) fn new(member_cap: u64, total_cap: u64) -> Self {
         Self {
             members: Vec::new(),
             member_cap,
@@ -28,7 +28,7 @@ impl MemorySink {
         }
     }
 
-    pub fn get(&self, path: &str) -> Option<&[u8]> {
+    pub(crate) fn get(&self, path: &str) -> Option<&[u8]> {
         self.members
             .iter()
             .find(|(p, _)| p == path)
@@ -66,13 +66,13 @@ impl Sink for MemorySink {
     }
 }
 
-pub fn fixtures_bin() -> PathBuf {
+pub(crate) fn fixtures_bin() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bin")
 }
 
 /// PATH with `extra` first (for wrappers that set fixture env), then the
 /// fixtures, then the system's tools the fixture scripts use.
-pub fn fixture_path(extra: Option<&Path>) -> OsString {
+pub(crate) fn fixture_path(extra: Option<&Path>) -> OsString {
     let mut dirs: Vec<PathBuf> = extra.into_iter().map(Path::to_path_buf).collect();
     dirs.push(fixtures_bin());
     dirs.push("/usr/bin".into());
@@ -80,7 +80,7 @@ pub fn fixture_path(extra: Option<&Path>) -> OsString {
     std::env::join_paths(dirs).expect("joinable PATH")
 }
 
-pub fn context(root: &Path, path_env: Option<OsString>) -> CollectContext {
+pub(crate) fn context(root: &Path, path_env: Option<OsString>) -> CollectContext {
     let mut ctx = CollectContext::new(
         root.to_path_buf(),
         Duration::from_secs(20),
@@ -91,7 +91,7 @@ pub fn context(root: &Path, path_env: Option<OsString>) -> CollectContext {
 }
 
 /// Writes an executable `sh` script named `name` into `dir`.
-pub fn script(dir: &Path, name: &str, body: &str) {
+pub(crate) fn script(dir: &Path, name: &str, body: &str) {
     use std::os::unix::fs::PermissionsExt as _;
     let path = dir.join(name);
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
@@ -99,6 +99,6 @@ pub fn script(dir: &Path, name: &str, body: &str) {
 }
 
 /// Runs `f` as a collector with no limits of its own.
-pub fn run(ctx: &CollectContext, sink: &mut MemorySink, f: CollectFn) -> CollectorReport {
+pub(crate) fn run(ctx: &CollectContext, sink: &mut MemorySink, f: CollectFn) -> CollectorReport {
     run_collector("test", f, ctx, sink).expect("memory sink never fails")
 }

@@ -21,25 +21,25 @@
 use std::io::{self, Read};
 
 /// The first two bytes of every gzip member (RFC 1952).
-pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+pub(crate) const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Most bytes a gzip host file is inflated to: the member cap. kubelet
 /// rotates container logs at 50 MiB (OpenShift's `containerLogMaxSize`),
 /// so a real rotated log always fits.
-pub const MAX_INFLATED: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_INFLATED: u64 = 64 * 1024 * 1024;
 /// Inflated bytes per compressed byte past which a gzip file is a bomb.
 /// Logs compress 5–20x (a line repeated with a new timestamp about 20x);
 /// deflate can reach 1032x only on runs of one byte.
-pub const MAX_RATIO: u64 = 100;
+pub(crate) const MAX_RATIO: u64 = 100;
 /// Inflated bytes allowed before the ratio counts: a small file's header
 /// and first block must not trip it.
-pub const RATIO_SLACK: u64 = 1024 * 1024;
+pub(crate) const RATIO_SLACK: u64 = 1024 * 1024;
 /// Bytes that are not text allowed whatever the size: a tail read that
 /// starts inside a multi-byte character, a stray byte in a short file.
-pub const NOT_TEXT_FLOOR: u64 = 8;
+pub(crate) const NOT_TEXT_FLOOR: u64 = 8;
 /// Share of the bytes that may be NUL or invalid UTF-8, in percent: a
 /// mostly-ASCII log with some Latin-1 passes, compressed or binary data
 /// (half its bytes or more) does not.
-pub const NOT_TEXT_PERCENT: u64 = 1;
+pub(crate) const NOT_TEXT_PERCENT: u64 = 1;
 /// Bytes read or inflated at a time.
 const CHUNK: usize = 64 * 1024;
 
@@ -149,7 +149,7 @@ pub struct Bounds {
 
 impl Bounds {
     /// What host files are inflated within (docs/security.md).
-    pub const HOST: Bounds = Bounds {
+    pub(crate) const HOST: Bounds = Bounds {
         max_inflated: MAX_INFLATED,
         max_ratio: MAX_RATIO,
         ratio_slack: RATIO_SLACK,
@@ -175,7 +175,7 @@ pub enum LeftOut {
 
 impl LeftOut {
     /// The manifest's reason for host file `host`.
-    pub fn reason(&self, host: &str) -> String {
+    pub(crate) fn reason(&self, host: &str) -> String {
         match self {
             LeftOut::TooBig { max } => format!(
                 "{host} is gzip-compressed and inflates to more than {} MiB (the bound on what is decompressed): left out",

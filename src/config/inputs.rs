@@ -23,7 +23,8 @@ pub struct Flags {
 
 impl Flags {
     /// Sets `key` as its flag would.
-    pub fn set(&mut self, key: Key, value: impl Into<String>) -> &mut Self {
+    #[cfg(test)]
+    pub(crate) fn set(&mut self, key: Key, value: impl Into<String>) -> &mut Self {
         self.settings.insert(key, value.into());
         self
     }
@@ -31,8 +32,8 @@ impl Flags {
 
 /// A value and where it came from (a flag, a variable, a file's path).
 pub(super) struct Found {
-    pub value: String,
-    pub from: String,
+    pub(crate) value: String,
+    pub(crate) from: String,
 }
 
 pub(super) fn found(value: &str, from: &str) -> Found {

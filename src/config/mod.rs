@@ -9,7 +9,7 @@
 //! from a host they cannot log into.
 
 mod inputs;
-pub mod settings;
+pub(crate) mod settings;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,17 +27,20 @@ use crate::rootfs::under_root;
 
 pub use inputs::Flags;
 use inputs::{found, Found};
-pub use settings::{service_url, DEFAULT_KUBELET_HEALTHZ_URL, MAX_DURATION};
+pub(crate) use settings::{service_url, DEFAULT_KUBELET_HEALTHZ_URL, MAX_DURATION};
 use settings::{setting, Key, Setting, MAX_SPREAD, SETTINGS};
 
-pub const DEFAULT_STATE_DIR: &str = "/var/lib/assisted-boot-reporter";
+pub(crate) const DEFAULT_STATE_DIR: &str = "/var/lib/assisted-boot-reporter";
 /// Where hosts installed with a private service CA already have it.
-pub const SERVICE_CA_PATH: &str = "/etc/assisted-service/service-ca-cert.crt";
-pub const DEFAULT_UPLOAD_INTERVAL: Duration = Duration::from_secs(10 * 60);
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+pub(crate) const SERVICE_CA_PATH: &str = "/etc/assisted-service/service-ca-cert.crt";
+#[cfg(test)]
+pub(crate) const DEFAULT_UPLOAD_INTERVAL: Duration = Duration::from_secs(10 * 60);
+#[cfg(test)]
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 /// Bound of the per-host delay of the first and the final bundle
 /// (`agent::spread::HerdSpread`; docs/design.md "No herd" says why a minute).
-pub const DEFAULT_UPLOAD_SPREAD: Duration = Duration::from_secs(60);
+#[cfg(test)]
+pub(crate) const DEFAULT_UPLOAD_SPREAD: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -74,15 +77,15 @@ impl From<ContractError> for ConfigError {
 /// Where the reporter reads and keeps its files: known before anything
 /// else is resolved (an interrupted cleanup is finished from them alone).
 #[derive(Debug, Clone)]
-pub struct Paths {
+pub(crate) struct Paths {
     /// Sysroot prefix of every host path.
-    pub root: PathBuf,
-    pub config_dir: PathBuf,
-    pub state_dir: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) config_dir: PathBuf,
+    pub(crate) state_dir: PathBuf,
 }
 
 impl Paths {
-    pub fn resolve(flags: &Flags) -> Self {
+    pub(crate) fn resolve(flags: &Flags) -> Self {
         let root = flags.root.clone().unwrap_or_else(|| PathBuf::from("/"));
         let config_dir = contract::Dir::at(&root, flags.config_dir.as_deref())
             .root()
@@ -101,30 +104,30 @@ impl Paths {
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     pub config_dir: PathBuf,
-    pub state_dir: PathBuf,
-    pub service_url: Url,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) service_url: Url,
     /// None only where the service runs without authentication (on-premise).
-    pub credentials: Option<Credentials>,
+    pub(crate) credentials: Option<Credentials>,
     /// None when only the cluster is known (the upstream unit's environment
     /// carries no INFRA_ENV_ID): the agent learns it from the cluster's host
     /// list. At least one of the two is always set.
-    pub infra_env_id: Option<Uuid>,
-    pub host_id: Uuid,
-    pub cluster_id: Option<Uuid>,
-    pub upload_interval: Duration,
-    pub timeout: Duration,
+    pub(crate) infra_env_id: Option<Uuid>,
+    pub(crate) host_id: Uuid,
+    pub(crate) cluster_id: Option<Uuid>,
+    pub(crate) upload_interval: Duration,
+    pub(crate) timeout: Duration,
     /// Bound of the per-host delay of the first and the final bundle; zero
     /// sends them at once.
-    pub upload_spread: Duration,
-    pub ca_cert: Option<PathBuf>,
-    pub insecure: bool,
-    pub kubelet_healthz_url: Url,
-    pub logs_type: String,
-    pub command_timeout: Duration,
-    pub request_timeout: Duration,
-    pub retry: RetryPolicy,
+    pub(crate) upload_spread: Duration,
+    pub(crate) ca_cert: Option<PathBuf>,
+    pub(crate) insecure: bool,
+    pub(crate) kubelet_healthz_url: Url,
+    pub(crate) logs_type: String,
+    pub(crate) command_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) retry: RetryPolicy,
     /// Forward proxy of the service client (`proxy.env`, HTTP(S)_PROXY, NO_PROXY).
     pub proxy: ProxySettings,
     /// Warnings found while resolving (loose file modes...), logged by the caller
@@ -285,21 +288,21 @@ impl Config {
     }
 
     /// A host path under the configured sysroot.
-    pub fn host_path(&self, absolute: &str) -> PathBuf {
+    pub(crate) fn host_path(&self, absolute: &str) -> PathBuf {
         under_root(&self.root, absolute)
     }
 }
 
 /// Each setting as resolved, with where its value came from: what
 /// `config check` prints.
-pub struct Checked {
-    pub config: Config,
-    pub sources: Vec<(&'static Setting, String)>,
+pub(crate) struct Checked {
+    pub(crate) config: Config,
+    pub(crate) sources: Vec<(&'static Setting, String)>,
 }
 
 /// Resolves as the agent would, but strictly: a `reporter.conf` line that
 /// means nothing is an error, not a warning.
-pub fn check(
+pub(crate) fn check(
     args: &Flags,
     getenv: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Checked, ConfigError> {

@@ -8,6 +8,7 @@
 //! bundle) and `--insecure` are the exceptions, each for a reason
 //! docs/design.md gives.
 
+#[cfg(test)]
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -39,7 +40,7 @@ pub enum Key {
 
 /// How a setting's value is written, the same in every layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Syntax {
+pub(crate) enum Syntax {
     /// An http(s) URL.
     Url,
     Uuid,
@@ -61,35 +62,35 @@ pub enum Syntax {
 
 /// One setting.
 #[derive(Debug)]
-pub struct Setting {
-    pub key: Key,
+pub(crate) struct Setting {
+    pub(crate) key: Key,
     /// What it is, in messages: "assisted-service URL".
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     /// The flag, without its dashes.
-    pub flag: &'static str,
-    pub value_name: &'static str,
+    pub(crate) flag: &'static str,
+    pub(crate) value_name: &'static str,
     /// Environment names, the first preferred; each is a `reporter.conf`
     /// key too, so a unit's `EnvironmentFile=` and the file are one format.
-    pub env: &'static [&'static str],
+    pub(crate) env: &'static [&'static str],
     /// The discovery contract file that holds it, when there is one.
-    pub file: Option<&'static str>,
-    pub syntax: Syntax,
+    pub(crate) file: Option<&'static str>,
+    pub(crate) syntax: Syntax,
     /// The value when no layer sets it, written in [`Self::syntax`].
-    pub default: Option<&'static str>,
+    pub(crate) default: Option<&'static str>,
     /// The flag's help, without the sources and the default (added from
     /// the fields above).
-    pub help: &'static str,
+    pub(crate) help: &'static str,
 }
 
 /// A duration longer than this is a typo, not a wish; far longer ones would
 /// overflow the clock the agent schedules with.
-pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 60 * 60);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 60 * 60);
 /// The longest upload spread: above a day it is a typo.
-pub const MAX_SPREAD: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const MAX_SPREAD: Duration = Duration::from_secs(24 * 60 * 60);
 
-pub const DEFAULT_KUBELET_HEALTHZ_URL: &str = "http://127.0.0.1:10248/healthz";
+pub(crate) const DEFAULT_KUBELET_HEALTHZ_URL: &str = "http://127.0.0.1:10248/healthz";
 
-pub const SETTINGS: &[Setting] = &[
+pub(crate) const SETTINGS: &[Setting] = &[
     Setting {
         key: Key::ServiceUrl,
         what: "assisted-service URL",
@@ -282,7 +283,7 @@ pub const SETTINGS: &[Setting] = &[
 ];
 
 /// The setting of `key`.
-pub fn setting(key: Key) -> &'static Setting {
+pub(crate) fn setting(key: Key) -> &'static Setting {
     SETTINGS
         .iter()
         .find(|s| s.key == key)
@@ -290,14 +291,14 @@ pub fn setting(key: Key) -> &'static Setting {
 }
 
 /// The setting a `reporter.conf` key or an environment name belongs to.
-pub fn by_env_name(name: &str) -> Option<&'static Setting> {
+pub(crate) fn by_env_name(name: &str) -> Option<&'static Setting> {
     SETTINGS.iter().find(|s| s.env.contains(&name))
 }
 
 impl Setting {
     /// The flag's full help: what it does, then where else it may come
     /// from and its default.
-    pub fn full_help(&self) -> String {
+    pub(crate) fn full_help(&self) -> String {
         let mut sources = vec![format!("env {}", self.env.join(" or "))];
         if let Some(file) = self.file {
             sources.push(format!("contract file {file}"));
@@ -317,7 +318,7 @@ impl Setting {
 
     /// A duration written in this setting's syntax (minutes, seconds or
     /// a duration); for a setting of another syntax, a plain duration.
-    pub fn parse_duration(&self, value: &str) -> Result<Duration, String> {
+    pub(crate) fn parse_duration(&self, value: &str) -> Result<Duration, String> {
         match self.syntax {
             Syntax::Minutes => parse_minutes(value),
             Syntax::Seconds => parse_seconds(value),
@@ -327,7 +328,7 @@ impl Setting {
 
     /// Whether a value may carry credentials (a URL's `user:password@`):
     /// such a value is never quoted back in an error.
-    pub fn may_hold_a_secret(&self) -> bool {
+    pub(crate) fn may_hold_a_secret(&self) -> bool {
         matches!(
             self.syntax,
             Syntax::Url | Syntax::ProxyUrl | Syntax::ProxyList
@@ -336,7 +337,7 @@ impl Setting {
 
     /// Whether `value` is written in this setting's syntax; the reason when
     /// not. A proxy URL is never quoted back: it may hold a password.
-    pub fn check(&self, value: &str) -> Result<(), String> {
+    pub(crate) fn check(&self, value: &str) -> Result<(), String> {
         match self.syntax {
             Syntax::Url => service_url(value).map(drop),
             Syntax::Uuid => uuid::Uuid::parse_str(value)
@@ -357,7 +358,8 @@ impl Setting {
 
 /// The settings as the Markdown table of docs/discovery-contract.md
 /// ("Precedence"), which a test keeps equal to this.
-pub fn markdown_table() -> String {
+#[cfg(test)]
+pub(crate) fn markdown_table() -> String {
     let mut out = String::from(
         "| setting | flag | environment and `reporter.conf` key | contract file | syntax | default |\n\
          |---|---|---|---|---|---|\n",
@@ -392,7 +394,7 @@ pub fn markdown_table() -> String {
 
 /// The service URL as the client uses it, or why it is unusable: one check
 /// for the agent's configuration and for `ignition`'s `--service-url`.
-pub fn service_url(value: &str) -> Result<Url, String> {
+pub(crate) fn service_url(value: &str) -> Result<Url, String> {
     let mut url = Url::parse(value).map_err(|err| format!("{err}"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!("scheme {:?} is not http or https", url.scheme()));
@@ -415,13 +417,13 @@ pub fn service_url(value: &str) -> Result<Url, String> {
 }
 
 /// A duration: `500ms`, `90s`, `10m`, `1h`.
-pub fn parse_duration(value: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(value: &str) -> Result<Duration, String> {
     humantime::parse_duration(value).map_err(|err| format!("{err} (expected e.g. 10m, 90s, 1h)"))
 }
 
 /// The upstream variables count whole minutes; a unit suffix ("90s") is
 /// accepted too so tests and impatient admins can go below a minute.
-pub fn parse_minutes(value: &str) -> Result<Duration, String> {
+pub(crate) fn parse_minutes(value: &str) -> Result<Duration, String> {
     if let Ok(minutes) = value.parse::<u64>() {
         return minutes
             .checked_mul(60)
@@ -432,7 +434,7 @@ pub fn parse_minutes(value: &str) -> Result<Duration, String> {
         .map_err(|err| format!("{value:?} is neither whole minutes nor a duration like 10m: {err}"))
 }
 
-pub fn parse_seconds(value: &str) -> Result<Duration, String> {
+pub(crate) fn parse_seconds(value: &str) -> Result<Duration, String> {
     if let Ok(seconds) = value.parse::<u64>() {
         return Ok(Duration::from_secs(seconds));
     }
@@ -440,14 +442,14 @@ pub fn parse_seconds(value: &str) -> Result<Duration, String> {
         .map_err(|err| format!("{value:?} is neither whole seconds nor a duration like 90s: {err}"))
 }
 
-pub fn parse_count(value: &str) -> Result<u32, String> {
+pub(crate) fn parse_count(value: &str) -> Result<u32, String> {
     match value.parse::<u32>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(format!("{value:?} is not a whole number of at least 1")),
     }
 }
 
-pub fn check_identifier(value: &str) -> Result<(), String> {
+pub(crate) fn check_identifier(value: &str) -> Result<(), String> {
     if !value.is_empty()
         && value
             .bytes()

@@ -14,15 +14,15 @@ pub const MODE_PUBLIC: u32 = 0o644;
 
 /// Files of the discovery contract directory.
 pub mod files {
-    pub const SERVICE_URL: &str = "service-url";
+    pub(crate) const SERVICE_URL: &str = "service-url";
     pub const PULL_SECRET: &str = "pull-secret";
-    pub const INFRA_ENV_ID: &str = "infra-env-id";
+    pub(crate) const INFRA_ENV_ID: &str = "infra-env-id";
     pub const HOST_ID: &str = "host-id";
-    pub const CLUSTER_ID: &str = "cluster-id";
-    pub const CA_CERT: &str = "ca.crt";
-    pub const TUNABLES: &str = "reporter.conf";
+    pub(crate) const CLUSTER_ID: &str = "cluster-id";
+    pub(crate) const CA_CERT: &str = "ca.crt";
+    pub(crate) const TUNABLES: &str = "reporter.conf";
     /// HTTP_PROXY / HTTPS_PROXY / NO_PROXY; mode 0600, a proxy URL may hold a password.
-    pub const PROXY: &str = "proxy.env";
+    pub(crate) const PROXY: &str = "proxy.env";
     /// Everything the reporter may remove when it cleans up, in the order it
     /// removes them: the secrets first, `host-id` (the unit's start
     /// condition) last, so a cleanup cut short is resumed by the next start
@@ -42,18 +42,18 @@ pub mod files {
 /// Environment names of the upstream unit (`assisted-boot-reporter.service`
 /// as the discovery agent wrote it), which the reporter honours too.
 pub mod env {
-    pub const SERVICE_URL: &str = "ASSISTED_SERVICE_URL";
-    pub const TOKEN: &str = "PULL_SECRET_TOKEN";
-    pub const CLUSTER_ID: &str = "CLUSTER_ID";
-    pub const HOST_ID: &str = "HOST_ID";
-    pub const INFRA_ENV_ID: &str = "INFRA_ENV_ID";
-    pub const UPLOAD_MINUTES: &str = "LOG_SEND_FREQUENCY_IN_MINUTES";
-    pub const TIMEOUT_MINUTES: &str = "SERVICE_TIMEOUT_MINUTES";
+    pub(crate) const SERVICE_URL: &str = "ASSISTED_SERVICE_URL";
+    pub(crate) const TOKEN: &str = "PULL_SECRET_TOKEN";
+    pub(crate) const CLUSTER_ID: &str = "CLUSTER_ID";
+    pub(crate) const HOST_ID: &str = "HOST_ID";
+    pub(crate) const INFRA_ENV_ID: &str = "INFRA_ENV_ID";
+    pub(crate) const UPLOAD_MINUTES: &str = "LOG_SEND_FREQUENCY_IN_MINUTES";
+    pub(crate) const TIMEOUT_MINUTES: &str = "SERVICE_TIMEOUT_MINUTES";
     /// Ours, not the upstream unit's: seconds, the scale of the value.
-    pub const UPLOAD_SPREAD_SECONDS: &str = "LOG_SEND_SPREAD_SECONDS";
+    pub(crate) const UPLOAD_SPREAD_SECONDS: &str = "LOG_SEND_SPREAD_SECONDS";
     /// Proxy settings, upper case first as Go reads them (the upstream
     /// discovery unit sets both spellings).
-    pub const HTTP_PROXY: [&str; 2] = ["HTTP_PROXY", "http_proxy"];
-    pub const HTTPS_PROXY: [&str; 2] = ["HTTPS_PROXY", "https_proxy"];
-    pub const NO_PROXY: [&str; 2] = ["NO_PROXY", "no_proxy"];
+    pub(crate) const HTTP_PROXY: [&str; 2] = ["HTTP_PROXY", "http_proxy"];
+    pub(crate) const HTTPS_PROXY: [&str; 2] = ["HTTPS_PROXY", "https_proxy"];
+    pub(crate) const NO_PROXY: [&str; 2] = ["NO_PROXY", "no_proxy"];
 }

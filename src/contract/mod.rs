@@ -7,10 +7,10 @@
 //! `ignition`) and removing it in a safe order ([`files::REMOVAL_ORDER`], for
 //! `cleanup`). Which value wins when several places set one is `config`'s.
 
-pub mod credentials;
+pub(crate) mod credentials;
 mod layout;
-pub mod proxy_env;
-pub mod tunables;
+pub(crate) mod proxy_env;
+pub(crate) mod tunables;
 
 use std::path::{Path, PathBuf};
 
@@ -21,11 +21,11 @@ use crate::rootfs::under_root;
 
 pub use credentials::{parse_credentials, Credentials};
 pub use layout::{env, files, DEFAULT_DIR, MODE_DIR, MODE_PUBLIC, MODE_SECRET};
-pub use proxy_env::ProxyEnv;
+pub(crate) use proxy_env::ProxyEnv;
 pub use tunables::{check_tunables, Tunables};
 
 #[derive(Debug, thiserror::Error)]
-pub enum ContractError {
+pub(crate) enum ContractError {
     /// The file could not be read, or what stands there is no contract file
     /// (a FIFO, a device, over its size cap); the message names the path.
     #[error(transparent)]
@@ -40,36 +40,36 @@ pub enum ContractError {
 
 /// The discovery contract directory of one host.
 #[derive(Debug, Clone)]
-pub struct Dir {
+pub(crate) struct Dir {
     dir: PathBuf,
 }
 
 impl Dir {
-    pub fn new(dir: &Path) -> Self {
+    pub(crate) fn new(dir: &Path) -> Self {
         Self {
             dir: dir.to_owned(),
         }
     }
 
     /// `dir` when given (a flag), else the default place under `root`.
-    pub fn at(root: &Path, dir: Option<&Path>) -> Self {
+    pub(crate) fn at(root: &Path, dir: Option<&Path>) -> Self {
         Self::new(&dir.map_or_else(|| under_root(root, DEFAULT_DIR), Path::to_owned))
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.dir
     }
 
-    pub fn path(&self, file: &str) -> PathBuf {
+    pub(crate) fn path(&self, file: &str) -> PathBuf {
         self.dir.join(file)
     }
 
-    pub fn display(&self, file: &str) -> String {
+    pub(crate) fn display(&self, file: &str) -> String {
         self.path(file).display().to_string()
     }
 
     /// A one-value file, trimmed; absent or empty means "not set here".
-    pub fn read(&self, file: &str) -> Result<Option<String>, ContractError> {
+    pub(crate) fn read(&self, file: &str) -> Result<Option<String>, ContractError> {
         let text = bounded_read::read_text(&self.path(file), Kind::Value)?;
         Ok(text
             .map(|t| t.text.trim().to_owned())
@@ -77,7 +77,7 @@ impl Dir {
     }
 
     /// `reporter.conf`, or no tunables when it is absent.
-    pub fn tunables(&self) -> Result<Tunables, ContractError> {
+    pub(crate) fn tunables(&self) -> Result<Tunables, ContractError> {
         let path = self.path(files::TUNABLES);
         let Some(text) = bounded_read::read_text(&path, Kind::Settings)? else {
             return Ok(Tunables::default());
@@ -91,7 +91,7 @@ impl Dir {
 
     /// `proxy.env`, or no proxy when it is absent; warns (into `warnings`)
     /// when its mode lets others read it.
-    pub fn proxy_env(&self, warnings: &mut Vec<String>) -> Result<ProxyEnv, ContractError> {
+    pub(crate) fn proxy_env(&self, warnings: &mut Vec<String>) -> Result<ProxyEnv, ContractError> {
         let path = self.path(files::PROXY);
         match read_secret_file(&path, Kind::Settings, warnings)? {
             Some(text) => proxy_env::parse(&text).map_err(|reason| ContractError::Invalid {
@@ -102,17 +102,11 @@ impl Dir {
             None => Ok(ProxyEnv::default()),
         }
     }
-
-    /// The pull secret's text, or `None` when there is none; warns when its
-    /// mode lets others read it.
-    pub fn pull_secret(&self, warnings: &mut Vec<String>) -> Result<Option<String>, ContractError> {
-        read_secret_file(&self.path(files::PULL_SECRET), Kind::PullSecret, warnings)
-    }
 }
 
 /// Reads a secret file, warning when the mode of the inode read lets anyone
 /// but the owner read it.
-pub fn read_secret_file(
+pub(crate) fn read_secret_file(
     path: &Path,
     kind: Kind,
     warnings: &mut Vec<String>,
@@ -132,31 +126,31 @@ pub fn read_secret_file(
 
 /// What one host's contract holds, for writing it.
 #[derive(Debug, Clone, Copy)]
-pub struct Values<'a> {
+pub(crate) struct Values<'a> {
     /// The pull secret JSON or a bare agent token, as given (trimmed).
-    pub pull_secret: Option<&'a str>,
+    pub(crate) pull_secret: Option<&'a str>,
     /// `proxy.env` text, already checked.
-    pub proxy_env: Option<&'a str>,
-    pub service_url: &'a str,
-    pub infra_env_id: Uuid,
-    pub host_id: Uuid,
-    pub cluster_id: Option<Uuid>,
+    pub(crate) proxy_env: Option<&'a str>,
+    pub(crate) service_url: &'a str,
+    pub(crate) infra_env_id: Uuid,
+    pub(crate) host_id: Uuid,
+    pub(crate) cluster_id: Option<Uuid>,
     /// PEM text of the CA that signs the service's certificate.
-    pub ca_cert: Option<&'a str>,
+    pub(crate) ca_cert: Option<&'a str>,
 }
 
 /// One file of the contract as it is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub name: &'static str,
+pub(crate) struct Entry {
+    pub(crate) name: &'static str,
     /// One value (or one document) ending in a newline.
-    pub text: String,
-    pub mode: u32,
+    pub(crate) text: String,
+    pub(crate) mode: u32,
 }
 
 /// The files of a contract, secrets first (a reader of a fragment sees
 /// their mode right away).
-pub fn entries(values: &Values<'_>) -> Vec<Entry> {
+pub(crate) fn entries(values: &Values<'_>) -> Vec<Entry> {
     let mut out = Vec::new();
     let mut push = |name: &'static str, value: &str, mode: u32| {
         out.push(Entry {

@@ -4,15 +4,15 @@
 
 /// The three settings of `proxy.env`, as written (checked by `config`).
 #[derive(Debug, Default)]
-pub struct ProxyEnv {
-    pub http: Option<String>,
-    pub https: Option<String>,
-    pub no_proxy: Option<String>,
+pub(crate) struct ProxyEnv {
+    pub(crate) http: Option<String>,
+    pub(crate) https: Option<String>,
+    pub(crate) no_proxy: Option<String>,
 }
 
 /// `proxy.env`: `KEY=VALUE` lines like `reporter.conf`, so it also serves as
 /// a unit's `EnvironmentFile=`. Errors quote no value.
-pub fn parse(text: &str) -> Result<ProxyEnv, String> {
+pub(crate) fn parse(text: &str) -> Result<ProxyEnv, String> {
     let mut file = ProxyEnv::default();
     for (number, line) in text.lines().enumerate() {
         let line = line.trim();

@@ -9,23 +9,23 @@ use super::layout::{env, files};
 /// warning for the agent and an error for `config check`.
 #[derive(Debug, Default)]
 pub struct Tunables {
-    pub entries: Vec<Entry>,
+    pub(crate) entries: Vec<Entry>,
     /// Lines that are no `KEY=VALUE`, skipped; they quote no value.
-    pub problems: Vec<String>,
+    pub(crate) problems: Vec<String>,
 }
 
 #[derive(Debug)]
-pub struct Entry {
-    pub key: String,
-    pub value: String,
+pub(crate) struct Entry {
+    pub(crate) key: String,
+    pub(crate) value: String,
     /// 1-based, for messages.
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 impl Tunables {
     /// The value of `key`; the last line that sets it wins, as in a unit's
     /// `EnvironmentFile=`.
-    pub fn get(&self, key: &str) -> Option<&Entry> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Entry> {
         self.entries.iter().rev().find(|e| e.key == key)
     }
 }
@@ -39,7 +39,7 @@ pub fn check_tunables(text: &str) -> Result<(), String> {
     }
 }
 
-pub fn parse(text: &str) -> Result<Tunables, String> {
+pub(crate) fn parse(text: &str) -> Result<Tunables, String> {
     let mut tunables = Tunables::default();
     for (number, line) in text.lines().enumerate() {
         let line = line.trim();

@@ -71,11 +71,6 @@ impl Engine {
         Self::default()
     }
 
-    /// A scanner for the member, when it is one the engine reads.
-    pub fn scanner(&self, path: &str) -> Option<Scanner> {
-        Scanner::for_member(path)
-    }
-
     /// Takes in a finished scanner.
     pub fn absorb(&mut self, mut scanner: Scanner, placement: Placement) {
         let started = std::time::Instant::now();
@@ -227,7 +222,7 @@ impl Engine {
 
     /// Time the scanners spent reading lines (their share of the bundle's
     /// CPU: the scan runs on the collecting thread, which is busy meanwhile).
-    pub fn scan_time(&self) -> std::time::Duration {
+    pub(crate) fn scan_time(&self) -> std::time::Duration {
         self.scan_time
     }
 

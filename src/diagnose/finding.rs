@@ -15,7 +15,7 @@ pub const HEADLINE_MAX_CHARS: usize = 160;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
     /// Member path inside the bundle's top directory.
-    pub path: String,
+    pub(crate) path: String,
     /// 1-based line in that member; `None` when the line was cut from the
     /// member by a size cap (it was seen while collecting).
     pub line: Option<u64>,
@@ -24,54 +24,54 @@ pub struct Evidence {
     pub text: String,
     /// RFC 3339 time of the line, when it carries one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub at: Option<String>,
+    pub(crate) at: Option<String>,
     /// The unit that logged it, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unit: Option<String>,
+    pub(crate) unit: Option<String>,
 }
 
 /// A failed service attached to the finding that explains it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Consequence {
     /// The unit, e.g. `bootkube`.
-    pub unit: String,
+    pub(crate) unit: String,
     /// What failed: `stage mco-bootstrap`, `service`, `unit`.
-    pub what: String,
+    pub(crate) what: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub at: Option<String>,
+    pub(crate) at: Option<String>,
     /// A later run (or the unit) succeeded.
-    pub recovered: bool,
+    pub(crate) recovered: bool,
 }
 
 /// One diagnosis: `diagnosis.json`'s entries, most likely cause first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub category: Category,
-    pub severity: Severity,
+    pub(crate) severity: Severity,
     /// One line with the decisive value.
-    pub summary: String,
-    pub hint: String,
+    pub(crate) summary: String,
+    pub(crate) hint: String,
     /// The decisive value alone (host, registry, mount, unit).
-    pub key: String,
+    pub(crate) key: String,
     /// Lines that matched, all members together.
-    pub occurrences: u64,
+    pub(crate) occurrences: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_seen: Option<String>,
+    pub(crate) first_seen: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_seen: Option<String>,
+    pub(crate) last_seen: Option<String>,
     /// Services that failed because of it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub consequences: Vec<Consequence>,
+    pub(crate) consequences: Vec<Consequence>,
     pub evidence: Vec<Evidence>,
 }
 
 /// `diagnosis.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnosis {
-    pub format_version: u32,
+    pub(crate) format_version: u32,
     pub findings: Vec<Finding>,
     /// Members read and lines in them.
-    pub members_scanned: u64,
+    pub(crate) members_scanned: u64,
     pub lines_scanned: u64,
     /// Lines holding an anchor that the rules did not read: a flood of
     /// them, past what the bytes earn (docs/diagnosis.md, "What it
@@ -91,7 +91,7 @@ impl Diagnosis {
     /// first), the failed services after it only as far as they fit whole,
     /// at most [`HEADLINE_MAX_CHARS`] characters. Only errors and warnings:
     /// an info is not worth the UI's attention.
-    pub fn headline(&self) -> Option<String> {
+    pub(crate) fn headline(&self) -> Option<String> {
         let worst = self
             .findings
             .iter()

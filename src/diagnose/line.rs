@@ -3,12 +3,12 @@
 //! the rules with arbitrary input.
 
 /// The text right after the first `pattern`.
-pub fn after<'a>(text: &'a str, pattern: &str) -> Option<&'a str> {
+pub(crate) fn after<'a>(text: &'a str, pattern: &str) -> Option<&'a str> {
     text.find(pattern).map(|i| &text[i + pattern.len()..])
 }
 
 /// The leading run of `text` up to (not including) any of `stops`.
-pub fn token_until<'a>(text: &'a str, stops: &[char]) -> &'a str {
+pub(crate) fn token_until<'a>(text: &'a str, stops: &[char]) -> &'a str {
     let end = text
         .find(|c: char| stops.contains(&c))
         .unwrap_or(text.len());
@@ -16,7 +16,7 @@ pub fn token_until<'a>(text: &'a str, stops: &[char]) -> &'a str {
 }
 
 /// The host of the first `https://` or `http://` URL in `text`.
-pub fn url_host(text: &str) -> Option<&str> {
+pub(crate) fn url_host(text: &str) -> Option<&str> {
     let rest = after(text, "https://").or_else(|| after(text, "http://"))?;
     let host = token_until(rest, &['/', '"', ' ', '\'', '\\', ')', ',']);
     let host = host.rsplit('@').next().unwrap_or(host);
@@ -25,7 +25,7 @@ pub fn url_host(text: &str) -> Option<&str> {
 
 /// The registry of an image reference in a containers/image message:
 /// `docker://REG/…`, `registry REG`, `in REG/repo`, or a URL.
-pub fn registry_host(text: &str) -> Option<&str> {
+pub(crate) fn registry_host(text: &str) -> Option<&str> {
     let candidates = [
         after(text, "docker://"),
         after(text, "container registry "),
@@ -47,7 +47,7 @@ pub fn registry_host(text: &str) -> Option<&str> {
 
 /// The registry of the first bare image reference in `text`
 /// (`quay.io/openshift-release-dev/ocp-release@sha256:…`).
-pub fn image_registry(text: &str) -> Option<&str> {
+pub(crate) fn image_registry(text: &str) -> Option<&str> {
     text.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '(' | ')' | ',' | '`'))
         .filter_map(|t| t.split_once('/'))
         .map(|(host, _)| host)
@@ -64,14 +64,14 @@ pub fn image_registry(text: &str) -> Option<&str> {
 }
 
 /// At most `max` characters of `text`, with `…` when cut.
-pub fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     let mut out = String::new();
     shorten_into(text, max, &mut out);
     out
 }
 
 /// [`shorten`] into a reused buffer: no allocation once it has room.
-pub fn shorten_into(text: &str, max: usize, out: &mut String) {
+pub(crate) fn shorten_into(text: &str, max: usize, out: &mut String) {
     out.clear();
     // As many bytes as characters at most: no need to count them.
     if text.len() <= max {

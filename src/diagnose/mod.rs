@@ -69,28 +69,31 @@ pub use normalise::{parse as parse_line, Parts, Shape, Stamp};
 pub use scanner::{
     Placement, Scanner, EVIDENCE_PER_KEY, MAX_EVIDENCE_CHARS, MAX_KEYS_PER_MEMBER, MAX_LINE,
 };
-pub use signal::{Category, Nature, Severity, Signal};
-
-/// Name of the member, relative to the bundle's top directory.
-pub const DIAGNOSIS_NAME: &str = "diagnosis.json";
+#[cfg(test)]
+pub(crate) use signal::Category;
+pub(crate) use signal::Severity;
 
 /// What the agent sends as `progress_info`: the last bundle's worst finding
 /// when it has one (it says why), else the bootstrap records' digest (read
 /// from the host, so it shows even when no bundle was taken). Bounded to
 /// [`HEADLINE_MAX_CHARS`]; the caller sends it only when it changed.
-pub fn progress_info(headline: Option<&str>, records_digest: Option<String>) -> Option<String> {
+pub(crate) fn progress_info(
+    headline: Option<&str>,
+    records_digest: Option<String>,
+) -> Option<String> {
     headline
         .map(|h| line::shorten(h, HEADLINE_MAX_CHARS))
         .or(records_digest)
 }
 
 /// At most `max` characters of `text`, `…` when cut.
-pub fn shorten_text(text: &str, max: usize) -> String {
+pub(crate) fn shorten_text(text: &str, max: usize) -> String {
     line::shorten(text, max)
 }
 
 /// Scans a whole text as one member (tests, fuzzing, offline checks).
-pub fn scan_text(path: &str, data: &[u8]) -> Option<Scanner> {
+#[cfg(test)]
+pub(crate) fn scan_text(path: &str, data: &[u8]) -> Option<Scanner> {
     let mut scanner = Scanner::for_member(path)?;
     scanner.feed(data);
     Some(scanner)

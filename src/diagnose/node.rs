@@ -95,7 +95,7 @@ pub(super) fn selinux(msg: &str) -> Option<Signal> {
 
 /// What systemd says about a unit: `X.service: Failed with result 'exit-code'.`
 /// (false) or `X.service: Deactivated successfully.` / `Succeeded.` (true).
-pub fn unit_event(msg: &str) -> Option<(&str, bool)> {
+pub(crate) fn unit_event(msg: &str) -> Option<(&str, bool)> {
     let (unit, rest) = msg.split_once(".service: ")?;
     if unit.is_empty() || unit.contains(' ') {
         return None;

@@ -48,12 +48,12 @@ pub enum Shape {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parts<'a> {
     /// Seconds since the Unix epoch, when the line carries a full stamp.
-    pub at: Option<i64>,
+    pub(crate) at: Option<i64>,
     /// The stamp as the line gives it.
-    pub stamp: Option<Stamp>,
-    pub ident: Option<&'a str>,
+    pub(crate) stamp: Option<Stamp>,
+    pub(crate) ident: Option<&'a str>,
     pub message: &'a str,
-    pub shape: Shape,
+    pub(crate) shape: Shape,
 }
 
 /// Takes one line apart; a line with no recognised prefix is all message.
@@ -223,7 +223,7 @@ fn iso_stamp(text: &str) -> Option<(i64, &str)> {
 
 /// Seconds since the epoch of an RFC 3339-like stamp as journalctl and Go
 /// print them; `None` for anything else.
-pub fn parse_rfc3339(text: &str) -> Option<i64> {
+pub(crate) fn parse_rfc3339(text: &str) -> Option<i64> {
     let b = text.as_bytes();
     if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b' ') {
         return None;
@@ -448,7 +448,7 @@ fn inner_prefix(text: &str) -> Option<(Option<Stamp>, Option<&str>, &str)> {
 
 /// A year-less stamp dated by a full stamp (the stream's latest): the year
 /// that puts it nearest.
-pub fn date_yearless(stamp: Stamp, near: Option<i64>) -> Option<i64> {
+pub(crate) fn date_yearless(stamp: Stamp, near: Option<i64>) -> Option<i64> {
     match stamp {
         Stamp::Full(at) => Some(at),
         Stamp::YearLess {
@@ -481,7 +481,7 @@ fn merge(outer: Option<Stamp>, inner: Stamp) -> Stamp {
 
 /// Whether `line` opens with an ISO date and time (`2026-11-22T10:00:01`
 /// or with a space), the shape of the journal's own lines.
-pub fn starts_with_iso_stamp(line: &[u8]) -> bool {
+pub(crate) fn starts_with_iso_stamp(line: &[u8]) -> bool {
     line.len() > 20
         && line[0].is_ascii_digit()
         && line[4] == b'-'
@@ -492,7 +492,7 @@ pub fn starts_with_iso_stamp(line: &[u8]) -> bool {
 
 /// Where a record of some program starts in `text`: a line that opens with
 /// one of the shapes above. Continuation lines of a wrapped message do not.
-pub fn starts_record(text: &str) -> bool {
+pub(crate) fn starts_record(text: &str) -> bool {
     // The journal's own lines, nearly every line the agent reads: an ISO
     // date at the start is enough.
     if starts_with_iso_stamp(text.as_bytes()) {
@@ -513,20 +513,20 @@ pub fn starts_record(text: &str) -> bool {
 
 /// Whether lines after `text` may continue it: an event some program
 /// logged, not a command typed or a status block's header.
-pub fn takes_continuations(text: &str) -> bool {
+pub(crate) fn takes_continuations(text: &str) -> bool {
     starts_record(text) && is_event_start(text)
 }
 
 /// For a line that starts a record: whether it is an event (not a command
 /// typed or a status block's header), so that lines after it may continue it.
-pub fn is_event_start(text: &str) -> bool {
+pub(crate) fn is_event_start(text: &str) -> bool {
     let bare = strip_paste(text);
     status_header(bare).is_none() && !bare.starts_with("Active: ") && !is_command(bare)
 }
 
 /// Byte offsets in `text` (after its first) where another journal record
 /// starts: several messages run together on one line.
-pub fn run_together(text: &str) -> Vec<usize> {
+pub(crate) fn run_together(text: &str) -> Vec<usize> {
     let mut cuts = Vec::new();
     let b = text.as_bytes();
     let mut from = 1;

@@ -212,9 +212,9 @@ pub(super) fn read_budget_bound(bytes: usize) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
     /// The member is in the archive.
-    pub archived: bool,
+    pub(crate) archived: bool,
     /// Bytes of the (redacted) stream dropped from the front by a cap.
-    pub dropped_bytes: u64,
+    pub(crate) dropped_bytes: u64,
     /// Lines of the archived member (a partial last line counts).
     pub member_lines: u64,
 }
@@ -320,19 +320,19 @@ impl Scanner {
     /// every line, finding and recovery seen so far kept, its time already
     /// counted in the bundle that read it.
     #[must_use]
-    pub fn resumed(&self) -> Self {
+    pub(crate) fn resumed(&self) -> Self {
         let mut copy = self.clone();
         copy.busy = std::time::Duration::ZERO;
         copy
     }
 
     /// Lines seen so far (complete ones).
-    pub fn lines(&self) -> u64 {
+    pub(crate) fn lines(&self) -> u64 {
         self.lines
     }
 
     /// Lines holding an anchor that the read budget left unread.
-    pub fn unread_lines(&self) -> u64 {
+    pub(crate) fn unread_lines(&self) -> u64 {
         self.budget.unread
     }
 
@@ -757,7 +757,7 @@ impl Scanner {
 
     /// Flushes the last, unterminated line and the record waiting for its
     /// continuations.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if matches!(self.kind, Kind::RecordsSummary | Kind::HostFile) {
             return;
         }

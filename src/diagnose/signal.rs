@@ -44,7 +44,8 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 32] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [Category; 32] = [
         Category::DnsResolution,
         Category::Proxy,
         Category::RegistryAuth,
@@ -117,7 +118,7 @@ impl Category {
     }
 
     /// What to check, shown with every finding of the category.
-    pub fn hint(self) -> &'static str {
+    pub(crate) fn hint(self) -> &'static str {
         match self {
             Category::DnsResolution => "Check the nameservers in resolv.conf answer for this name (dig NAME @SERVER), and the DHCP/static DNS settings",
             Category::Proxy => "Check the proxy address, its credentials, and that noProxy covers the cluster's own names",
@@ -157,14 +158,14 @@ impl Category {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Severity {
+pub(crate) enum Severity {
     Error,
     Warning,
     Info,
 }
 
 impl Severity {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -175,7 +176,7 @@ impl Severity {
 
 /// How a signal weighs before correlation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Nature {
+pub(crate) enum Nature {
     /// Stops an installation by itself (refused pull secret, full disk).
     Fatal,
     /// Normal in small doses (retries): an error only when it lasts or a
@@ -195,12 +196,12 @@ pub enum Nature {
 /// What one rule says about one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signal {
-    pub category: Category,
+    pub(crate) category: Category,
     /// The decisive value: the host that did not resolve, the registry, the
     /// full mount.
-    pub key: String,
+    pub(crate) key: String,
     pub summary: String,
-    pub nature: Nature,
+    pub(crate) nature: Nature,
 }
 
 impl Signal {

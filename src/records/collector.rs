@@ -29,11 +29,11 @@ const MARKERS_DIR: &str = "/opt/openshift";
 /// One raw record's cap, so that one record cannot take the others' room:
 /// records are a few KiB; the newest part of a bigger one (its summary
 /// reads it whole, within `PARSE_LIMIT`).
-pub const RAW_RECORD_MAX_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const RAW_RECORD_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// Stale temporaries named in the note.
 const STALE_NAMED: usize = 20;
 
-pub fn collect(m: &mut Members<'_>) -> io::Result<()> {
+pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     let mut summary = Summary::default();
     let mut records = Vec::new();
     match m.ctx().list_files(RECORDS_DIR) {

@@ -15,9 +15,9 @@
 //!
 //! Imports point one way: `parse` ← `summary` ← `collector`.
 
-pub mod collector;
-pub mod parse;
-pub mod summary;
+pub(crate) mod collector;
+pub(crate) mod parse;
+pub(crate) mod summary;
 
 pub use parse::{
     parse_entries, parse_reader, service_from_entries, Entry, Failure, Outcome, Parsed, Run,

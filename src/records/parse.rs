@@ -29,21 +29,21 @@ pub const MAX_ENTRIES: usize = 10_000;
 #[serde(rename_all = "camelCase")]
 pub struct Entry {
     #[serde(default)]
-    pub timestamp: Option<String>,
+    pub(crate) timestamp: Option<String>,
     #[serde(default)]
-    pub phase: Option<String>,
+    pub(crate) phase: Option<String>,
     #[serde(default)]
-    pub stage: Option<String>,
+    pub(crate) stage: Option<String>,
     #[serde(default)]
-    pub pre_command: Option<String>,
+    pub(crate) pre_command: Option<String>,
     #[serde(default)]
-    pub post_command: Option<String>,
+    pub(crate) post_command: Option<String>,
     #[serde(default)]
-    pub result: Option<String>,
+    pub(crate) result: Option<String>,
     #[serde(default)]
-    pub error_line: Option<String>,
+    pub(crate) error_line: Option<String>,
     #[serde(default)]
-    pub error_message: Option<String>,
+    pub(crate) error_message: Option<String>,
 }
 
 /// Longest field of an entry kept, in bytes: stage names and error
@@ -110,7 +110,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Success => "success",
             Outcome::Failure => "failure",
@@ -129,7 +129,7 @@ pub enum StepKind {
 }
 
 impl StepKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StepKind::Stage => "stage",
             StepKind::PreCommand => "pre-command",
@@ -141,62 +141,62 @@ impl StepKind {
 /// A stage or pre/post-command within one run of a service.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Step {
-    pub kind: StepKind,
-    pub name: String,
-    pub start: Option<String>,
-    pub end: Option<String>,
-    pub duration_secs: Option<i64>,
-    pub result: Outcome,
+    pub(crate) kind: StepKind,
+    pub(crate) name: String,
+    pub(crate) start: Option<String>,
+    pub(crate) end: Option<String>,
+    pub(crate) duration_secs: Option<i64>,
+    pub(crate) result: Outcome,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_line: Option<String>,
+    pub(crate) error_line: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_message: Option<String>,
+    pub(crate) error_message: Option<String>,
 }
 
 /// One `service start` … `service end` of a service.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Run {
-    pub start: Option<String>,
-    pub end: Option<String>,
-    pub duration_secs: Option<i64>,
-    pub result: Outcome,
+    pub(crate) start: Option<String>,
+    pub(crate) end: Option<String>,
+    pub(crate) duration_secs: Option<i64>,
+    pub(crate) result: Outcome,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_line: Option<String>,
+    pub(crate) error_line: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_message: Option<String>,
-    pub steps: Vec<Step>,
+    pub(crate) error_message: Option<String>,
+    pub(crate) steps: Vec<Step>,
 }
 
 /// A failed step or run, for the failures list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
     /// 1-based run of the service.
-    pub run: usize,
+    pub(crate) run: usize,
     /// `service`, or the step kind and name (`stage cvo-bootstrap`).
-    pub what: String,
-    pub at: Option<String>,
-    pub error_line: Option<String>,
-    pub error_message: Option<String>,
+    pub(crate) what: String,
+    pub(crate) at: Option<String>,
+    pub(crate) error_line: Option<String>,
+    pub(crate) error_message: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Service {
     pub service: String,
     /// Record file name, e.g. `bootkube.json`.
-    pub file: String,
+    pub(crate) file: String,
     /// The outcome of the last run.
-    pub status: Outcome,
-    pub runs: Vec<Run>,
-    pub failures: Vec<Failure>,
+    pub(crate) status: Outcome,
+    pub(crate) runs: Vec<Run>,
+    pub(crate) failures: Vec<Failure>,
     /// Entries salvaged from the file.
     pub entries: usize,
     /// Runs before those listed, left out to keep the summary within its
     /// size cap ([`Service::condense`]).
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub runs_left_out: usize,
+    pub(crate) runs_left_out: usize,
     /// What [`Service::condense`] left out, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub condensed: Option<String>,
+    pub(crate) condensed: Option<String>,
     /// The last run's steps and the failures before any condensing, for
     /// the words of a second one.
     #[serde(skip)]
@@ -209,27 +209,27 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// Steps of the last run a condensed service keeps at least: the newest.
-pub const CONDENSED_STEPS: usize = 10;
+pub(crate) const CONDENSED_STEPS: usize = 10;
 /// Failures a condensed service keeps: the newest.
-pub const CONDENSED_FAILURES: usize = 5;
+pub(crate) const CONDENSED_FAILURES: usize = 5;
 
 impl Service {
-    pub fn last_run(&self) -> Option<&Run> {
+    pub(crate) fn last_run(&self) -> Option<&Run> {
         self.runs.last()
     }
 
     /// `service start`s beyond the first.
-    pub fn restarts(&self) -> usize {
+    pub(crate) fn restarts(&self) -> usize {
         (self.runs.len() + self.runs_left_out).saturating_sub(1)
     }
 
     /// Every run, counting those [`Service::condense`] left out.
-    pub fn run_count(&self) -> usize {
+    pub(crate) fn run_count(&self) -> usize {
         self.runs.len() + self.runs_left_out
     }
 
     /// Steps in all its runs.
-    pub fn step_count(&self) -> usize {
+    pub(crate) fn step_count(&self) -> usize {
         self.runs.iter().map(|r| r.steps.len()).sum()
     }
 
@@ -238,7 +238,7 @@ impl Service {
     /// [`CONDENSED_FAILURES`] failures) and says what went: the summary's
     /// size cap condenses services past its share for detail
     /// (`docs/bundle.md`).
-    pub fn condense(&mut self, keep_steps: usize) {
+    pub(crate) fn condense(&mut self, keep_steps: usize) {
         let runs = self.run_count();
         let older = self.runs.len().saturating_sub(1);
         self.runs.drain(..older);
@@ -283,7 +283,7 @@ pub fn parse_entries(data: &[u8]) -> Parsed {
 /// A record file that is not an array (entries one after another, made by
 /// hand) is salvaged from its first 1 MiB; an array is streamed whatever
 /// its size.
-pub const NON_ARRAY_LIMIT: usize = 1024 * 1024;
+pub(crate) const NON_ARRAY_LIMIT: usize = 1024 * 1024;
 /// Longest entry read, in bytes of JSON once its long strings are cut: a
 /// bigger one (thousands of keys) is skipped and counted.
 pub const MAX_ENTRY_BYTES: usize = 1024 * 1024;

@@ -22,28 +22,28 @@ pub const DIGEST_MAX_CHARS: usize = 200;
 /// A bootkube `/opt/openshift/<stage>.done` marker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DoneMarker {
-    pub stage: String,
+    pub(crate) stage: String,
     /// RFC 3339 modification time.
-    pub mtime: String,
+    pub(crate) mtime: String,
 }
 
 /// `records/summary.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     /// Whether `/var/log/openshift` exists at all.
-    pub records_dir_present: bool,
+    pub(crate) records_dir_present: bool,
     pub services: Vec<Service>,
     /// Files that could not be read whole, and stale temporaries: each names
     /// the file and what is wrong with it.
-    pub problems: Vec<String>,
+    pub(crate) problems: Vec<String>,
     /// bootkube's `.done` markers, oldest first.
-    pub done_markers: Vec<DoneMarker>,
+    pub(crate) done_markers: Vec<DoneMarker>,
     /// [`Summary::digest`], stored for readers of the JSON.
     pub digest: Option<String>,
     /// Services left out whole to keep the summary within its size cap;
     /// `problems` names them.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub services_left_out: usize,
+    pub(crate) services_left_out: usize,
     /// What the digest needs of every service added, kept as they go: the
     /// digest stays right when services are condensed or left out.
     #[serde(skip)]
@@ -76,14 +76,14 @@ const SERVICE_DETAIL_MAX: usize = 128 * 1024;
 /// the markers and the rest; past it services are left out.
 const RESERVE_BYTES: usize = 192 * 1024;
 /// Problems listed; more are counted.
-pub const MAX_PROBLEMS: usize = 100;
+pub(crate) const MAX_PROBLEMS: usize = 100;
 /// Characters of one problem.
 const PROBLEM_MAX_CHARS: usize = 512;
 /// Services named in the problem that counts those left out.
 const LEFT_OUT_NAMED: usize = 20;
 /// bootkube's `.done` markers listed (about fifteen on a real host): the
 /// newest.
-pub const MAX_DONE_MARKERS: usize = 200;
+pub(crate) const MAX_DONE_MARKERS: usize = 200;
 
 /// Where the bootstrap services write their records on the host.
 pub const RECORDS_DIR: &str = "/var/log/openshift";
@@ -168,7 +168,7 @@ impl Summary {
     /// Adds one record file already parsed. Its service is kept whole,
     /// condensed or left out by the size cap ([`SUMMARY_MAX_BYTES`]); the
     /// digest sees it whole either way.
-    pub fn add_parsed(&mut self, name: &str, parsed: Parsed) {
+    pub(crate) fn add_parsed(&mut self, name: &str, parsed: Parsed) {
         if let Some(problem) = parsed.problem {
             self.add_problem(&format!("{name}: {problem}"));
         }
@@ -202,7 +202,7 @@ impl Summary {
 
     /// Adds a problem, cut to one bounded line; past [`MAX_PROBLEMS`] they
     /// are only counted.
-    pub fn add_problem(&mut self, problem: &str) {
+    pub(crate) fn add_problem(&mut self, problem: &str) {
         if self.problems.len() < MAX_PROBLEMS {
             self.problems.push(shorten(problem, PROBLEM_MAX_CHARS));
         } else {
@@ -277,7 +277,7 @@ impl Summary {
     /// cause), else a killed or still running step, else failures that a
     /// restart got past, else a record file that could not be read. `None`
     /// when there is no record at all or every service succeeded.
-    pub fn digest(&self) -> Option<String> {
+    pub(crate) fn digest(&self) -> Option<String> {
         let folded;
         let findings = if self.findings.services > 0 {
             &self.findings

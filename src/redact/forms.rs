@@ -170,6 +170,7 @@ impl Forms {
         self.packed.len()
     }
 
+    #[cfg(test)]
     pub(super) fn is_empty(&self) -> bool {
         self.packed.is_empty()
     }

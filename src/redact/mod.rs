@@ -60,7 +60,7 @@ use literals::Engine;
 pub use keys::Mode;
 pub use literals::MIN_FRAGMENT;
 pub use span::MARKER;
-pub use stream::StreamRedactor;
+pub(crate) use stream::StreamRedactor;
 
 mod anchors;
 mod forms;
@@ -107,7 +107,8 @@ impl Redactor {
     }
 
     /// The longest form of a literal secret.
-    pub fn longest_secret(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn longest_secret(&self) -> usize {
         self.engine.longest_form
     }
 
@@ -139,7 +140,8 @@ impl Redactor {
     }
 
     /// Whether no literal secret is known (shape rules always apply).
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.engine.forms.is_empty()
     }
 
@@ -148,7 +150,7 @@ impl Redactor {
         self.redact_as(data, Mode::Text)
     }
 
-    pub fn redact_as(&self, data: &mut Vec<u8>, mode: Mode) -> usize {
+    pub(crate) fn redact_as(&self, data: &mut Vec<u8>, mode: Mode) -> usize {
         let mut out = Vec::with_capacity(data.len());
         let mut stream = self.stream(mode);
         stream.push(data, &mut |b| out.extend_from_slice(b));
@@ -159,7 +161,7 @@ impl Redactor {
 
     /// A short text (a member name, a summary, an error reason), redacted.
     /// Borrowed back when nothing was replaced.
-    pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut data = text.as_bytes().to_vec();
         if self.redact(&mut data) == 0 {
             return Cow::Borrowed(text);
@@ -180,7 +182,7 @@ static LOG_REDACTOR: RwLock<Option<Redactor>> = RwLock::new(None);
 
 /// From now on the reporter's log lines (and texts passed to
 /// [`scrub_for_logs`]) are redacted with these rules too, not only by shape.
-pub fn install_for_logs(redactor: &Redactor) {
+pub(crate) fn install_for_logs(redactor: &Redactor) {
     if let Ok(mut slot) = LOG_REDACTOR.write() {
         *slot = Some(redactor.clone());
     }
@@ -195,7 +197,7 @@ fn log_redactor() -> Redactor {
 }
 
 /// A text the reporter is about to log or quote (a service's error body).
-pub fn scrub_for_logs(text: &[u8]) -> Vec<u8> {
+pub(crate) fn scrub_for_logs(text: &[u8]) -> Vec<u8> {
     let mut data = text.to_vec();
     log_redactor().redact(&mut data);
     data

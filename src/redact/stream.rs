@@ -65,14 +65,9 @@ impl StreamRedactor {
     /// it is dropped, up to its end or [`MAX_LINE`] bytes of it. A line
     /// longer than that (a one-line JSON file) resumes there: no secret
     /// value runs that long, and the whole file would be dropped otherwise.
-    pub fn start_mid_line(&mut self) {
+    pub(crate) fn start_mid_line(&mut self) {
         self.swallowing = true;
         self.swallow_left = Some(MAX_LINE);
-    }
-
-    /// Secrets replaced so far.
-    pub fn count(&self) -> usize {
-        self.count
     }
 
     pub fn push(&mut self, data: &[u8], sink: &mut dyn FnMut(&[u8])) {

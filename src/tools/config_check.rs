@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use crate::config::settings::Key;
 use crate::config::{self, Config, Flags};
 
-pub fn config_check_command(flags: &Flags) -> anyhow::Result<()> {
+pub(crate) fn config_check_command(flags: &Flags) -> anyhow::Result<()> {
     let checked = config::check(flags, &|name| std::env::var(name).ok())?;
     print!("{}", report(&checked));
     Ok(())

@@ -11,10 +11,6 @@
 //!   allocated. pax records are read up to [`MAX_PAX_BYTES`].
 //! - The tar crate's own long-name and pax handling (which reads them whole,
 //!   at any size) is bypassed by reading the archive's raw entries.
-//!
-//! Self-contained (std, tar, flate2): the mock service compiles this very
-//! file so that both read bundles the same way without depending on each
-//! other.
 
 use std::fmt;
 use std::io::{self, BufReader, Read};

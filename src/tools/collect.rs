@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::bundle::{write_bundle, BundleLimits, BundleMeta, Manifest};
+use crate::assemble::write_bundle;
+use crate::bundle::{BundleLimits, BundleMeta, Manifest};
 use crate::collect::CollectContext;
 use crate::config::DEFAULT_KUBELET_HEALTHZ_URL;
 use crate::contract;
@@ -19,39 +20,39 @@ use super::args::{parse_duration, parse_size};
 
 /// Flags of `collect`.
 #[derive(Debug, Clone, Args)]
-pub struct CollectArgs {
+pub(crate) struct CollectArgs {
     /// Where to write the tar.gz (`-` for stdout).
     #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: PathBuf,
+    pub(crate) output: PathBuf,
 
     /// Sysroot prefix for every host file read.
     #[arg(long, value_name = "DIR", default_value = "/")]
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
 
     /// Discovery contract directory, read only for the host's IDs and the
     /// secrets to scrub [default: <root>/etc/assisted-boot-reporter].
     #[arg(long, value_name = "DIR")]
-    pub config_dir: Option<PathBuf>,
+    pub(crate) config_dir: Option<PathBuf>,
 
     /// Longest a single collector command may run before it is killed.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
-    pub command_timeout: Duration,
+    pub(crate) command_timeout: Duration,
 
     /// Cap of the bundle's content, e.g. 200MiB.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "200MiB")]
-    pub max_bytes: u64,
+    pub(crate) max_bytes: u64,
 
     /// Cap of one member, e.g. 64MiB (bigger sources keep their newest part).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
-    pub member_max_bytes: u64,
+    pub(crate) member_max_bytes: u64,
 
     /// kubelet's health endpoint, asked once.
     #[arg(long, value_name = "URL", default_value = DEFAULT_KUBELET_HEALTHZ_URL)]
-    pub kubelet_healthz_url: String,
+    pub(crate) kubelet_healthz_url: String,
 }
 
 /// `collect`: a bundle written, its report on stderr.
-pub fn collect_command(args: &CollectArgs) -> anyhow::Result<()> {
+pub(crate) fn collect_command(args: &CollectArgs) -> anyhow::Result<()> {
     stop_children_on_signal();
     // Its report quotes the records digest and paths: redacted like the
     // bundle (the rules are installed once the secrets are read).
@@ -112,7 +113,7 @@ impl<W: Write> Write for Counting<W> {
 }
 
 /// Writes one bundle as `args` say and a one-paragraph account to `log`.
-pub fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manifest> {
+pub(crate) fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result<Manifest> {
     anyhow::ensure!(
         args.member_max_bytes > 0 && args.max_bytes > 0,
         "size caps must be above zero"
@@ -232,7 +233,7 @@ fn partial_path(output: &Path) -> PathBuf {
 }
 
 /// The kernel's high-water mark of this process's resident memory.
-pub fn peak_rss_kib() -> Option<u64> {
+pub(crate) fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()

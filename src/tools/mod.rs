@@ -1,4 +1,4 @@
-//! Offline use by a support engineer on the host: `collect -o FILE` writes
+//! The support engineer's tools, run by hand on the host: `collect -o FILE` writes
 //! the very bundle the agent ships, with no service involved
 //! ([`collect`]), and `inspect FILE` prints what matters in a bundle: the
 //! manifest as a table, the records digest, failed units, the bootstrap
@@ -12,14 +12,13 @@
 //! Unlike `run`, these are interactive tools: a runtime failure prints the
 //! error chain and exits 1 (usage errors exit 2, from clap).
 
-pub mod args;
-pub mod collect;
-pub mod config_check;
+pub(crate) mod args;
+pub(crate) mod collect;
+pub(crate) mod config_check;
 pub mod inspect;
 
-pub use args::parse_size;
-pub use collect::{collect, collect_command, peak_rss_kib, CollectArgs};
-pub use config_check::config_check_command;
+pub(crate) use collect::{collect_command, CollectArgs};
+pub(crate) use config_check::config_check_command;
 pub use inspect::{
     inspect, inspect_command, inspect_from, printable, InspectArgs, INSPECT_JSON_VERSION,
     MAX_MEMBERS,

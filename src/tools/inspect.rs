@@ -11,11 +11,11 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::bundle::{Manifest, MANIFEST_NAME, TOP_DIR};
-use crate::bundle_reader;
+use crate::bundle::{Manifest, DIAGNOSIS_NAME, MANIFEST_NAME, TOP_DIR};
 use crate::collect::Status;
-use crate::diagnose::{Diagnosis, DIAGNOSIS_NAME};
+use crate::diagnose::Diagnosis;
 use crate::records::{Outcome, Summary};
+use bundle_format::reader as bundle_reader;
 
 use super::args::parse_size;
 
@@ -24,17 +24,17 @@ use super::args::parse_size;
 pub struct InspectArgs {
     /// A host_boot bundle (tar.gz) made by the agent or by `collect`.
     #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
 
     /// Print one JSON object instead of the report: `findings` (most likely
     /// cause first) and the `manifest` (docs/diagnosis.md).
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// Refuse a bundle bigger than this once uncompressed (a gzip bomb is
     /// inflated only this far), e.g. 4GiB.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
-    pub max_uncompressed: u64,
+    pub(crate) max_uncompressed: u64,
 }
 
 /// `inspect`: the report on stdout.

@@ -1,10 +1,10 @@
 //! What `collect` and `inspect` share: their flags' value parsers and their
 //! exit code on a runtime failure.
 
-pub use crate::config::settings::parse_duration;
+pub(crate) use crate::config::settings::parse_duration;
 
 /// `200MiB`, `64M`, `1GiB`, `4096`, `10k`: binary units, case-insensitive.
-pub fn parse_size(value: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(value: &str) -> Result<u64, String> {
     let value = value.trim();
     let split = value
         .find(|c: char| !c.is_ascii_digit())
