@@ -16,16 +16,10 @@ pub struct Host {
     #[serde(default)]
     pub(crate) status: String,
     #[serde(default)]
-    pub status_info: Option<String>,
-    #[serde(default)]
-    pub role: Option<String>,
-    #[serde(default)]
     pub(crate) bootstrap: bool,
     /// `Host` or `AddToExistingClusterHost` (day 2).
     #[serde(default)]
     pub(crate) kind: Option<String>,
-    #[serde(default)]
-    pub requested_hostname: Option<String>,
     #[serde(default)]
     pub(crate) progress: Option<HostProgressInfo>,
     /// The role's stage list as the service sees it; authoritative for ordering
@@ -101,10 +95,6 @@ pub struct HostProgressInfo {
     pub(crate) current_stage: Option<String>,
     #[serde(default)]
     pub(crate) progress_info: Option<String>,
-    #[serde(default)]
-    pub stage_started_at: Option<String>,
-    #[serde(default)]
-    pub stage_updated_at: Option<String>,
 }
 
 /// Body of `PUT .../progress` (`host-progress` in the API definition).
