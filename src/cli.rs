@@ -96,6 +96,8 @@ pub enum LogLevel {
     Warn,
     Info,
     Debug,
+    /// Debug builds only: a release build compiles trace events out and
+    /// logs what debug does
     Trace,
 }
 
