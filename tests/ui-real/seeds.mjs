@@ -84,7 +84,7 @@ export function expectedStep(h, stage, mode) {
  */
 export function fallbackText(target, bootNumber) {
   const src = readFileSync(join(repo, "src/stage.rs"), "utf8");
-  const m = src.match(/pub fn fallback_progress_info\([^)]*\) -> String \{\s*format!\("([^"]+)"\)/);
+  const m = src.match(/pub(?:\(crate\))? fn fallback_progress_info\([^)]*\) -> String \{\s*format!\("([^"]+)"\)/);
   if (!m) throw new Error("src/stage.rs: fallback_progress_info's format! string not found");
   return m[1].replace("{target}", target).replace("{boot_number}", String(bootNumber));
 }
