@@ -243,6 +243,11 @@ impl Clock {
         let secs = 1_795_305_600 + m / 1_000_000;
         format!("{secs}.{:04}", (m % 1_000_000) / 100)
     }
+
+    /// Go's `time.Now().UnixNano()` at this line.
+    fn unix_nanos(&self) -> u64 {
+        (1_795_305_600_000_000 + Self::START + self.micros) * 1_000
+    }
 }
 
 /// The pod and container the current burst of events is about.
@@ -485,6 +490,19 @@ struct Busy {
     ovs_seq: u32,
     ovn_seq: u32,
     macs: Vec<String>,
+    /// The local member's request IDs, as etcd's idutil.Generator makes
+    /// them (v3.5 pkg/idutil/id.go): member ID's low 16 bits, then the
+    /// start time in ms and a counter, incremented once per raft request
+    /// (server/etcdserver/v3_server.go: header IDs and ReadIndex IDs).
+    req_prefix: u64,
+    req_suffix: u64,
+    /// Journal time of the last request ID drawn, in microseconds.
+    req_at: u64,
+    /// Per pod: the kubelet's event series (name's UnixNano, count).
+    /// client-go names an event `<object>.<UnixNano hex>` once and patches
+    /// that same event, count + 1 (tools/record/util/util.go
+    /// GenerateEventName, tools/record/events_cache.go).
+    events: Vec<Option<(u64, u32)>>,
 }
 
 impl Busy {
@@ -521,9 +539,27 @@ impl Busy {
                     format!("0a:58:{}:{}:{}:{}", &h[..2], &h[2..4], &h[4..6], &h[6..8])
                 })
                 .collect(),
+            req_prefix: u64::from(rng.u16(..)) << 48,
+            // etcd starts within the first minute of the journal.
+            req_suffix: ((JOURNAL_START_MS + rng.u64(..60_000)) & ((1 << 40) - 1)) << 8,
+            req_at: 0,
+            events: vec![None; pools.pods.len()],
         }
     }
+
+    /// The next logged request's ID: the requests served since the last
+    /// one logged, at about one a millisecond (a loaded control plane),
+    /// advance the counter (etcd's idutil.Generator.Next, once each).
+    fn request_id(&mut self, rng: &mut fastrand::Rng, clock: &Clock) -> u64 {
+        let elapsed_ms = clock.micros.saturating_sub(self.req_at) / 1_000;
+        self.req_at = clock.micros;
+        self.req_suffix += 1 + rng.u64(..=2 * elapsed_ms);
+        self.req_prefix | (self.req_suffix & ((1 << 48) - 1))
+    }
 }
+
+/// 2026-11-22T10:00:00Z (the journal's start) in ms since the Unix epoch.
+const JOURNAL_START_MS: u64 = (1_795_305_600 + 10 * 3600) * 1_000;
 
 /// A Go `time.Duration` as etcd and kubelet print it: `1.328207813s`,
 /// `512.345678ms`, between `lo` and `hi` microseconds.
@@ -577,7 +613,8 @@ fn busy_failure(
     clock: &Clock,
     out: &mut String,
 ) {
-    let pod = pick(rng, &pools.pods);
+    let pod_index = rng.usize(..pools.pods.len());
+    let pod = &pools.pods[pod_index];
     let _ = match rng.u32(..100) {
         0..=27 => {
             etcd_json(
@@ -588,13 +625,14 @@ fn busy_failure(
                 "apply request took too long",
             );
             let took = go_duration(rng, 100_000, 2_500_000);
-            let key = pick(rng, &busy.keys);
+            let key = pick(rng, &busy.keys).clone();
             if rng.u32(..3) == 0 {
                 busy.revision += rng.u64(1..20);
+                let id = busy.request_id(rng, clock);
                 write!(
                     out,
                     ",\"took\":\"{took}\",\"expected-duration\":\"100ms\",\"prefix\":\"\",\"request\":\"header:<ID:{} username:\\\"etcd\\\" auth_revision:1 > txn:<compare:<target:MOD key:\\\"{key}\\\" mod_revision:{} > success:<request_put:<key:\\\"{key}\\\" value_size:{} >> failure:<request_range:<key:\\\"{key}\\\" > >>\",\"response\":\"size:{}\"}}",
-                    rng.u64(1 << 60..1 << 62),
+                    id,
                     busy.revision - rng.u64(1..5_000),
                     rng.u32(200..40_000),
                     rng.u32(18..24)
@@ -641,7 +679,7 @@ fn busy_failure(
             write!(
                 out,
                 ",\"sent-request-id\":{},\"retry-timeout\":\"500ms\"}}",
-                rng.u64(1 << 60..1 << 62)
+                busy.request_id(rng, clock)
             )
         }
         50..=63 => {
@@ -690,17 +728,18 @@ fn busy_failure(
             )
         }
         82..=86 => {
+            // The pod's event series: named at its first event, patched
+            // under that name since, its count one more each time.
+            let series = busy.events[pod_index].get_or_insert((clock.unix_nanos(), 1));
+            series.1 += 1;
+            let (name, count) = (format!("{}.{:x}", pod.name, series.0), series.1);
             prefix(out, clock, "kubenswrapper[2345]");
             klog_head(out, 'E', clock, "event.go:368");
             write!(
                 out,
-                "\"Unable to write event (may retry after sleeping)\" err=\"Patch \\\"https://{API}:6443/api/v1/namespaces/{}/events/{}.{}\\\": {}\" event=\"&Event{{ObjectMeta:{{{{{}.{}  {}    {} 0 0001-01-01 00:00:00 +0000 UTC <nil> <nil> map[] map[] [] [] []}},InvolvedObject:ObjectReference{{Kind:Pod,Namespace:{},Name:{},UID:{},APIVersion:v1,ResourceVersion:{},FieldPath:spec.containers{{{}}},}},Reason:Unhealthy,Message:Readiness probe failed: HTTP probe failed with statuscode: 500,Source:EventSource{{Component:kubelet,Host:{HOST},}},Count:{},Type:Warning,}}\"",
+                "\"Unable to write event (may retry after sleeping)\" err=\"Patch \\\"https://{API}:6443/api/v1/namespaces/{}/events/{name}\\\": {}\" event=\"&Event{{ObjectMeta:{{{{{name}  {}    {} 0 0001-01-01 00:00:00 +0000 UTC <nil> <nil> map[] map[] [] [] []}},InvolvedObject:ObjectReference{{Kind:Pod,Namespace:{},Name:{},UID:{},APIVersion:v1,ResourceVersion:{},FieldPath:spec.containers{{{}}},}},Reason:Unhealthy,Message:Readiness probe failed: HTTP probe failed with statuscode: 500,Source:EventSource{{Component:kubelet,Host:{HOST},}},Count:{count},Type:Warning,}}\"",
                 pod.namespace,
-                pod.name,
-                hex(rng, 16),
                 pick(rng, API_ERRORS),
-                pod.name,
-                hex(rng, 16),
                 pod.namespace,
                 busy.revision - rng.u64(..5_000),
                 pod.namespace,
@@ -708,7 +747,6 @@ fn busy_failure(
                 pod.uid,
                 busy.revision - rng.u64(..20_000),
                 pick(rng, CONTAINERS),
-                rng.u32(2..400)
             )
         }
         87..=92 => {
@@ -760,7 +798,9 @@ fn busy_background(
         }
         45..=56 => {
             busy.revision += rng.u64(1..30);
-            let id = rng.u64(1 << 28..1 << 34);
+            // traceutil's trace number is rand.Int31() (v3.5
+            // pkg/traceutil/trace.go, logInfo).
+            let id = rng.u32(..1 << 31);
             let key = pick(rng, &busy.keys);
             let (start, took) = (zap_ts(clock), go_duration(rng, 100_000, 900_000));
             etcd_json(
