@@ -46,7 +46,9 @@ impl Gzip {
     pub(crate) fn member(&mut self, data: &[u8]) -> &[u8] {
         let bound = self.compressor.gzip_compress_bound(data.len());
         if self.out.len() < bound {
-            self.out.resize(bound, 0);
+            // A fresh zeroed allocation comes zeroed from the kernel; a
+            // resize would write every byte of the ~1 MiB bound first.
+            self.out = vec![0; bound];
         }
         let len = self
             .compressor
