@@ -498,11 +498,23 @@ struct Busy {
     req_suffix: u64,
     /// Journal time of the last request ID drawn, in microseconds.
     req_at: u64,
-    /// Per pod: the kubelet's event series (name's UnixNano, count).
-    /// client-go names an event `<object>.<UnixNano hex>` once and patches
-    /// that same event, count + 1 (tools/record/util/util.go
-    /// GenerateEventName, tools/record/events_cache.go).
-    events: Vec<Option<(u64, u32)>>,
+    /// Per pod: the kubelet's event series. client-go names an event
+    /// `<object>.<UnixNano hex>` once and, while writes fail, patches it
+    /// under that name with the resource version last seen and count + 1
+    /// (tools/record/util/util.go GenerateEventName,
+    /// tools/record/events_cache.go eventObserve).
+    events: Vec<Option<EventSeries>>,
+    /// Per (namespace, object): the resource version its reflector relists
+    /// from, its last sync's until a list succeeds (client-go
+    /// tools/cache/reflector.go relistResourceVersion).
+    list_rvs: std::collections::HashMap<(&'static str, &'static str), u64>,
+}
+
+struct EventSeries {
+    unix_nanos: u64,
+    count: u32,
+    event_rv: u64,
+    pod_rv: u64,
 }
 
 impl Busy {
@@ -543,7 +555,8 @@ impl Busy {
             // etcd starts within the first minute of the journal.
             req_suffix: ((JOURNAL_START_MS + rng.u64(..60_000)) & ((1 << 40) - 1)) << 8,
             req_at: 0,
-            events: vec![None; pools.pods.len()],
+            events: (0..pools.pods.len()).map(|_| None).collect(),
+            list_rvs: std::collections::HashMap::new(),
         }
     }
 
@@ -697,6 +710,11 @@ fn busy_failure(
         64..=71 => {
             prefix(out, clock, "kubenswrapper[2345]");
             let (kind, name) = *pick(rng, OBJECTS);
+            let revision = busy.revision;
+            let rv = *busy
+                .list_rvs
+                .entry((pod.namespace, name))
+                .or_insert_with(|| revision - rng.u64(..20_000));
             klog_head(out, 'W', clock, "reflector.go:539");
             write!(
                 out,
@@ -704,7 +722,7 @@ fn busy_failure(
                 pod.namespace,
                 pod.namespace,
                 kind.to_lowercase(),
-                busy.revision - rng.u64(..20_000),
+                rv,
                 pick(rng, API_ERRORS)
             )
         }
@@ -730,9 +748,16 @@ fn busy_failure(
         82..=86 => {
             // The pod's event series: named at its first event, patched
             // under that name since, its count one more each time.
-            let series = busy.events[pod_index].get_or_insert((clock.unix_nanos(), 1));
-            series.1 += 1;
-            let (name, count) = (format!("{}.{:x}", pod.name, series.0), series.1);
+            let revision = busy.revision;
+            let series = busy.events[pod_index].get_or_insert_with(|| EventSeries {
+                unix_nanos: clock.unix_nanos(),
+                count: 1,
+                event_rv: revision - rng.u64(..5_000),
+                pod_rv: revision - rng.u64(..20_000),
+            });
+            series.count += 1;
+            let name = format!("{}.{:x}", pod.name, series.unix_nanos);
+            let (count, event_rv, pod_rv) = (series.count, series.event_rv, series.pod_rv);
             prefix(out, clock, "kubenswrapper[2345]");
             klog_head(out, 'E', clock, "event.go:368");
             write!(
@@ -741,11 +766,11 @@ fn busy_failure(
                 pod.namespace,
                 pick(rng, API_ERRORS),
                 pod.namespace,
-                busy.revision - rng.u64(..5_000),
+                event_rv,
                 pod.namespace,
                 pod.name,
                 pod.uid,
-                busy.revision - rng.u64(..20_000),
+                pod_rv,
                 pick(rng, CONTAINERS),
             )
         }
