@@ -96,6 +96,7 @@ struct FollowIntake {
     last_passed: Option<u8>,
     lines: u64,
     reused_bytes: u64,
+    probe: Option<u64>,
 }
 
 /// journalctl's `--show-cursor` line, the last of its output.
@@ -122,7 +123,7 @@ impl Intake {
     ) -> Self {
         let (content, follow) = match resume {
             None => (Chunks::new(budget.bytes), None),
-            Some(Resume { saved, keep }) => {
+            Some(Resume { saved, keep, probe }) => {
                 let keep = keep.max(budget.bytes);
                 let (content, reused_bytes) = match &saved {
                     Some(saved) => (Chunks::resume(keep, saved), saved.seen),
@@ -133,6 +134,7 @@ impl Intake {
                     last_passed: None,
                     lines: 0,
                     reused_bytes,
+                    probe,
                 };
                 (content, Some(follow))
             }
@@ -209,7 +211,14 @@ impl Intake {
 
     /// Flushes the last line; returns the content, the bytes read, the
     /// redaction count, the observer and a followed stream's state.
-    pub(super) fn finish(mut self) -> Finished {
+    pub(super) fn finish(self) -> Finished {
+        self.finish_ended(true)
+    }
+
+    /// [`Intake::finish`] of a source that ended well (`Status::Ok`) or
+    /// not: a probe that ended well with its lines is dropped by its
+    /// caller (see [`Resume::probe`]).
+    pub(super) fn finish_ended(mut self, ended_well: bool) -> Finished {
         let mut cursor = None;
         if let Some(follow) = &mut self.follow {
             let mut held = std::mem::take(&mut follow.held);
@@ -239,9 +248,20 @@ impl Intake {
                 observer.feed(b);
             }
         });
-        let follow = self.follow.map(|f| Followed {
+        let follow = self.follow.map(|f| {
+            let dropped = ended_well && f.probe.is_some_and(|lines| f.lines >= lines);
+            // Sealing the open chunk for the cache would compress bytes
+            // that the next read compresses again.
+            let saved = if dropped {
+                chunks::Saved::default()
+            } else {
+                content.save()
+            };
+            (f, saved)
+        });
+        let follow = follow.map(|(f, saved)| Followed {
             cursor,
-            saved: content.save(),
+            saved,
             new_bytes: self.raw,
             new_lines: f.lines,
             reused_bytes: f.reused_bytes,
@@ -275,6 +295,10 @@ pub(super) struct Resume {
     pub(super) saved: Option<chunks::Saved>,
     /// Bytes the stream keeps for later bundles (the member cap).
     pub(super) keep: u64,
+    /// A probe of this many lines (`Members::journal_tail`): when it ends
+    /// well with that many, its caller reads the stream again and drops
+    /// it, so its state is not saved.
+    pub(super) probe: Option<u64>,
 }
 
 #[cfg(test)]
@@ -298,6 +322,10 @@ mod tests {
     }
 
     fn follow_intake() -> Intake {
+        probe_intake(None)
+    }
+
+    fn probe_intake(probe: Option<u64>) -> Intake {
         let ctx = context(Path::new("/nonexistent"), None);
         let budget = Budget {
             bytes: 64 << 20,
@@ -306,6 +334,7 @@ mod tests {
         let resume = Resume {
             saved: None,
             keep: 64 << 20,
+            probe,
         };
         Intake::new(&ctx, budget, Mode::Text, None, Some(resume))
     }
@@ -367,5 +396,27 @@ mod tests {
             let gz = |c: &Content| c.sealed.iter().map(|s| s.gz.to_vec()).collect::<Vec<_>>();
             assert_eq!(gz(&finished.content), gz(&expected.content), "{size}");
         }
+    }
+
+    #[test]
+    fn a_probe_that_ends_well_with_its_lines_is_not_saved() {
+        let text = stream();
+        let lines = memchr::memchr_iter(b'\n', &text).count() as u64 - 1;
+        let saved_bytes = |probe: Option<u64>, ended_well: bool| {
+            let mut intake = probe_intake(probe);
+            intake.push(&text);
+            let finished = intake.finish_ended(ended_well);
+            let follow = finished.follow.expect("a followed stream");
+            assert_eq!(follow.new_lines, lines);
+            assert_eq!(follow.cursor.as_deref(), Some("s=abc;i=42"));
+            (follow.saved.held_bytes(), finished.content.len())
+        };
+        let (whole, len) = saved_bytes(None, true);
+        assert!(whole > 0);
+        // Read again by its caller: nothing saved, the member still whole.
+        assert_eq!(saved_bytes(Some(lines), true), (0, len));
+        // Kept by its caller: saved as any read.
+        assert_eq!(saved_bytes(Some(lines + 1), true), (whole, len));
+        assert_eq!(saved_bytes(Some(lines), false), (whole, len));
     }
 }
