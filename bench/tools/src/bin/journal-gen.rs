@@ -577,16 +577,30 @@ const JOURNAL_START_MS: u64 = (1_795_305_600 + 10 * 3600) * 1_000;
 /// A Go `time.Duration` as etcd and kubelet print it: `1.328207813s`,
 /// `512.345678ms`, between `lo` and `hi` microseconds.
 fn go_duration(rng: &mut fastrand::Rng, lo: u64, hi: u64) -> String {
-    let us = rng.u64(lo..hi);
-    let ns = us * 1_000 + rng.u64(..1_000);
+    go_duration_ns(draw_ns(rng, lo, hi))
+}
+
+/// Nanoseconds between `lo` and `hi` microseconds.
+fn draw_ns(rng: &mut fastrand::Rng, lo: u64, hi: u64) -> u64 {
+    rng.u64(lo..hi) * 1_000 + rng.u64(..1_000)
+}
+
+/// `ns` as Go prints a `time.Duration`.
+fn go_duration_ns(ns: u64) -> String {
+    // Go's time.Duration.String picks the unit by size: under a
+    // millisecond it prints µs (zap logs durations with it).
     let text = if ns >= 1_000_000_000 {
         format!("{}.{:09}s", ns / 1_000_000_000, ns % 1_000_000_000)
-    } else {
+    } else if ns >= 1_000_000 {
         format!("{}.{:06}ms", ns / 1_000_000, ns % 1_000_000)
+    } else if ns >= 1_000 {
+        format!("{}.{:03}µs", ns / 1_000, ns % 1_000)
+    } else {
+        format!("{ns}ns")
     };
     // Go drops trailing zeros of the fraction.
     let (num, unit) = text.split_at(
-        text.find(|c: char| c.is_ascii_alphabetic())
+        text.find(|c: char| !c.is_ascii_digit() && c != '.')
             .unwrap_or(text.len()),
     );
     format!("{}{unit}", num.trim_end_matches('0').trim_end_matches('.'))
@@ -827,7 +841,16 @@ fn busy_background(
             // pkg/traceutil/trace.go, logInfo).
             let id = rng.u32(..1 << 31);
             let key = pick(rng, &busy.keys);
-            let (start, took) = (zap_ts(clock), go_duration(rng, 100_000, 900_000));
+            // The trace's start is its end less its duration, and its steps
+            // are consecutive from the start (v3.5 pkg/traceutil/trace.go,
+            // logInfo: zap.Time start and end, step durations between steps).
+            let total = draw_ns(rng, 100_000, 900_000);
+            let second = draw_ns(rng, 10, 900).min(total / 2);
+            let first = total - second - rng.u64(..=total / 10);
+            let start = zap_ts(&Clock {
+                micros: clock.micros.saturating_sub(total / 1_000),
+            });
+            let took = go_duration_ns(total);
             etcd_json(
                 out,
                 clock,
@@ -840,8 +863,8 @@ fn busy_background(
                 ",\"detail\":\"{{range_begin:{key}; range_end:; response_count:1; response_revision:{}; }}\",\"duration\":\"{took}\",\"start\":\"{start}\",\"end\":\"{}\",\"steps\":[\"trace[{id}] 'agreement among raft nodes before linearized reading'  (duration: {})\",\"trace[{id}] 'range keys from in-memory index tree'  (duration: {})\"],\"step_count\":2}}",
                 busy.revision,
                 zap_ts(clock),
-                go_duration(rng, 90_000, 800_000),
-                go_duration(rng, 10, 900)
+                go_duration_ns(first),
+                go_duration_ns(second)
             )
         }
         57..=59 => {
