@@ -249,22 +249,20 @@ impl Intake {
             }
         });
         let follow = self.follow.map(|f| {
+            // A probe its caller reads again is not saved: sealing its open
+            // chunk would compress bytes the next read compresses again.
             let dropped = ended_well && f.probe.is_some_and(|lines| f.lines >= lines);
-            // Sealing the open chunk for the cache would compress bytes
-            // that the next read compresses again.
-            let saved = if dropped {
-                chunks::Saved::default()
-            } else {
-                content.save()
-            };
-            (f, saved)
-        });
-        let follow = follow.map(|(f, saved)| Followed {
-            cursor,
-            saved,
-            new_bytes: self.raw,
-            new_lines: f.lines,
-            reused_bytes: f.reused_bytes,
+            Followed {
+                cursor,
+                saved: if dropped {
+                    chunks::Saved::default()
+                } else {
+                    content.save()
+                },
+                new_bytes: self.raw,
+                new_lines: f.lines,
+                reused_bytes: f.reused_bytes,
+            }
         });
         Finished {
             content: content.finish_within(self.budget),
