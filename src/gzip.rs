@@ -46,7 +46,9 @@ impl Gzip {
     pub(crate) fn member(&mut self, data: &[u8]) -> &[u8] {
         let bound = self.compressor.gzip_compress_bound(data.len());
         if self.out.len() < bound {
-            self.out.resize(bound, 0);
+            // calloc skips or vectorises the zeroing; a resize wrote the
+            // ~1 MiB bound byte by byte at the release opt-level "z".
+            self.out = vec![0; bound];
         }
         let len = self
             .compressor

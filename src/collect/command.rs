@@ -175,14 +175,6 @@ pub(super) fn capture_command(
         std::mem::take(&mut *stderr_head.lock().unwrap_or_else(PoisonError::into_inner));
     ctx.redactor.redact(&mut stderr);
     let stderr_head = String::from_utf8_lossy(&stderr).into_owned();
-    let Finished {
-        content,
-        raw: original_bytes,
-        redactions,
-        observer,
-        follow,
-    } = intake.finish();
-
     let (status, mut reason) = match ending {
         Ending::TimedOut => (Status::TimedOut, Some(timeout_reason)),
         Ending::Finished(exit) => exit_outcome(exit, &stderr_head),
@@ -195,6 +187,13 @@ pub(super) fn capture_command(
             )
         }
     };
+    let Finished {
+        content,
+        raw: original_bytes,
+        redactions,
+        observer,
+        follow,
+    } = intake.finish_ended(status == Status::Ok);
     if let Some(err) = read_error {
         let note = format!("reading output: {err}");
         reason = Some(reason.map_or_else(|| note.clone(), |r| format!("{r}; {note}")));

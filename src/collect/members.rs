@@ -278,7 +278,11 @@ impl Members<'_> {
             carried = (entry.original_bytes, entry.redactions, Some(entry.cursor));
             entry.saved
         });
-        limits.resume = Some(Resume { saved, keep });
+        limits.resume = Some(Resume {
+            saved,
+            keep,
+            probe: None,
+        });
         let first_read = limits.resume.as_ref().is_some_and(|r| r.saved.is_none());
         let mut captured = if first_read {
             let keep = keep.max(limits.budget.bytes);
@@ -321,7 +325,7 @@ impl Members<'_> {
         path: &str,
         run_args: &[OsString],
         source: &str,
-        limits: CommandLimits,
+        mut limits: CommandLimits,
         keep: u64,
     ) -> Captured {
         let (budget, mode, timeout_reason) =
@@ -330,7 +334,10 @@ impl Members<'_> {
         let timeout = limits.timeout;
         let mut probe_args = run_args.to_vec();
         probe_args.push(format!("--lines={TAIL_PROBE_ENTRIES}").into());
-        let probe = capture_command(
+        if let Some(resume) = &mut limits.resume {
+            resume.probe = Some(TAIL_PROBE_ENTRIES);
+        }
+        let mut probe = capture_command(
             self.ctx,
             "journalctl",
             &probe_args,
@@ -349,6 +356,11 @@ impl Members<'_> {
         let entries = (keep.saturating_mul(5) / 4 / per_line).max(2 * TAIL_PROBE_ENTRIES);
         let left = timeout.saturating_sub(started.elapsed());
         if left.is_zero() {
+            // A probe that ended well is not saved (Resume::probe): with no
+            // cursor, the next bundle starts afresh, as after a failed read.
+            if let Some(follow) = &mut probe.follow {
+                follow.cursor = None;
+            }
             return probe;
         }
         let limits = CommandLimits {
@@ -357,7 +369,11 @@ impl Members<'_> {
             mode,
             timeout: left,
             timeout_reason,
-            resume: Some(Resume { saved: None, keep }),
+            resume: Some(Resume {
+                saved: None,
+                keep,
+                probe: None,
+            }),
         };
         let mut tail_args = run_args.to_vec();
         tail_args.push(format!("--lines={entries}").into());

@@ -75,11 +75,16 @@ impl Engine {
         let (step, stride) = windows::layout(windows_at_stride_1);
         // Counted first, so that the entries are allocated once: a vector
         // grown by doubling would hold up to twice as much at its peak.
+        // At the first layout that count is the one just taken.
         let mut count = 0;
-        for id in 0..forms.len() {
-            let form = forms.get(id);
-            if form.len >= windows::SURE {
-                count += indexed(&form, &mut bytes, step, stride, |_, _| {});
+        if (step, stride) == (windows::STEP, 1) {
+            count = windows_at_stride_1;
+        } else {
+            for id in 0..forms.len() {
+                let form = forms.get(id);
+                if form.len >= windows::SURE {
+                    count += indexed(&form, &mut bytes, step, stride, |_, _| {});
+                }
             }
         }
         let mut windows = WindowSet::with_capacity(count, step, stride);

@@ -71,7 +71,14 @@ impl StreamRedactor {
     }
 
     pub fn push(&mut self, data: &[u8], sink: &mut dyn FnMut(&[u8])) {
-        self.pending.extend_from_slice(data);
+        self.push_joined(data, &[], sink);
+    }
+
+    /// [`StreamRedactor::push`] of `first` and `second` joined, without
+    /// the caller copying them together first.
+    pub(crate) fn push_joined(&mut self, first: &[u8], second: &[u8], sink: &mut dyn FnMut(&[u8])) {
+        self.pending.extend_from_slice(first);
+        self.pending.extend_from_slice(second);
         self.drain(false, sink);
     }
 

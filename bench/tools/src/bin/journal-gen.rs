@@ -243,6 +243,11 @@ impl Clock {
         let secs = 1_795_305_600 + m / 1_000_000;
         format!("{secs}.{:04}", (m % 1_000_000) / 100)
     }
+
+    /// Go's `time.Now().UnixNano()` at this line.
+    fn unix_nanos(&self) -> u64 {
+        (1_795_305_600_000_000 + Self::START + self.micros) * 1_000
+    }
 }
 
 /// The pod and container the current burst of events is about.
@@ -485,6 +490,31 @@ struct Busy {
     ovs_seq: u32,
     ovn_seq: u32,
     macs: Vec<String>,
+    /// The local member's request IDs, as etcd's idutil.Generator makes
+    /// them (v3.5 pkg/idutil/id.go): member ID's low 16 bits, then the
+    /// start time in ms and a counter, incremented once per raft request
+    /// (server/etcdserver/v3_server.go: header IDs and ReadIndex IDs).
+    req_prefix: u64,
+    req_suffix: u64,
+    /// Journal time of the last request ID drawn, in microseconds.
+    req_at: u64,
+    /// Per pod: the kubelet's event series. client-go names an event
+    /// `<object>.<UnixNano hex>` once and, while writes fail, patches it
+    /// under that name with the resource version last seen and count + 1
+    /// (tools/record/util/util.go GenerateEventName,
+    /// tools/record/events_cache.go eventObserve).
+    events: Vec<Option<EventSeries>>,
+    /// Per (namespace, object): the resource version its reflector relists
+    /// from, its last sync's until a list succeeds (client-go
+    /// tools/cache/reflector.go relistResourceVersion).
+    list_rvs: std::collections::HashMap<(&'static str, &'static str), u64>,
+}
+
+struct EventSeries {
+    unix_nanos: u64,
+    count: u32,
+    event_rv: u64,
+    pod_rv: u64,
 }
 
 impl Busy {
@@ -521,23 +551,56 @@ impl Busy {
                     format!("0a:58:{}:{}:{}:{}", &h[..2], &h[2..4], &h[4..6], &h[6..8])
                 })
                 .collect(),
+            req_prefix: u64::from(rng.u16(..)) << 48,
+            // etcd starts within the first minute of the journal.
+            req_suffix: ((JOURNAL_START_MS + rng.u64(..60_000)) & ((1 << 40) - 1)) << 8,
+            req_at: 0,
+            events: (0..pools.pods.len()).map(|_| None).collect(),
+            list_rvs: std::collections::HashMap::new(),
         }
     }
+
+    /// The next logged request's ID: the requests served since the last
+    /// one logged, at about one a millisecond (a loaded control plane),
+    /// advance the counter (etcd's idutil.Generator.Next, once each).
+    fn request_id(&mut self, rng: &mut fastrand::Rng, clock: &Clock) -> u64 {
+        let elapsed_ms = clock.micros.saturating_sub(self.req_at) / 1_000;
+        self.req_at = clock.micros;
+        self.req_suffix += 1 + rng.u64(..=2 * elapsed_ms);
+        self.req_prefix | (self.req_suffix & ((1 << 48) - 1))
+    }
 }
+
+/// 2026-11-22T10:00:00Z (the journal's start) in ms since the Unix epoch.
+const JOURNAL_START_MS: u64 = (1_795_305_600 + 10 * 3600) * 1_000;
 
 /// A Go `time.Duration` as etcd and kubelet print it: `1.328207813s`,
 /// `512.345678ms`, between `lo` and `hi` microseconds.
 fn go_duration(rng: &mut fastrand::Rng, lo: u64, hi: u64) -> String {
-    let us = rng.u64(lo..hi);
-    let ns = us * 1_000 + rng.u64(..1_000);
+    go_duration_ns(draw_ns(rng, lo, hi))
+}
+
+/// Nanoseconds between `lo` and `hi` microseconds.
+fn draw_ns(rng: &mut fastrand::Rng, lo: u64, hi: u64) -> u64 {
+    rng.u64(lo..hi) * 1_000 + rng.u64(..1_000)
+}
+
+/// `ns` as Go prints a `time.Duration`.
+fn go_duration_ns(ns: u64) -> String {
+    // Go's time.Duration.String picks the unit by size: under a
+    // millisecond it prints µs (zap logs durations with it).
     let text = if ns >= 1_000_000_000 {
         format!("{}.{:09}s", ns / 1_000_000_000, ns % 1_000_000_000)
-    } else {
+    } else if ns >= 1_000_000 {
         format!("{}.{:06}ms", ns / 1_000_000, ns % 1_000_000)
+    } else if ns >= 1_000 {
+        format!("{}.{:03}µs", ns / 1_000, ns % 1_000)
+    } else {
+        format!("{ns}ns")
     };
     // Go drops trailing zeros of the fraction.
     let (num, unit) = text.split_at(
-        text.find(|c: char| c.is_ascii_alphabetic())
+        text.find(|c: char| !c.is_ascii_digit() && c != '.')
             .unwrap_or(text.len()),
     );
     format!("{}{unit}", num.trim_end_matches('0').trim_end_matches('.'))
@@ -577,7 +640,8 @@ fn busy_failure(
     clock: &Clock,
     out: &mut String,
 ) {
-    let pod = pick(rng, &pools.pods);
+    let pod_index = rng.usize(..pools.pods.len());
+    let pod = &pools.pods[pod_index];
     let _ = match rng.u32(..100) {
         0..=27 => {
             etcd_json(
@@ -588,13 +652,14 @@ fn busy_failure(
                 "apply request took too long",
             );
             let took = go_duration(rng, 100_000, 2_500_000);
-            let key = pick(rng, &busy.keys);
+            let key = pick(rng, &busy.keys).clone();
             if rng.u32(..3) == 0 {
                 busy.revision += rng.u64(1..20);
+                let id = busy.request_id(rng, clock);
                 write!(
                     out,
                     ",\"took\":\"{took}\",\"expected-duration\":\"100ms\",\"prefix\":\"\",\"request\":\"header:<ID:{} username:\\\"etcd\\\" auth_revision:1 > txn:<compare:<target:MOD key:\\\"{key}\\\" mod_revision:{} > success:<request_put:<key:\\\"{key}\\\" value_size:{} >> failure:<request_range:<key:\\\"{key}\\\" > >>\",\"response\":\"size:{}\"}}",
-                    rng.u64(1 << 60..1 << 62),
+                    id,
                     busy.revision - rng.u64(1..5_000),
                     rng.u32(200..40_000),
                     rng.u32(18..24)
@@ -641,7 +706,7 @@ fn busy_failure(
             write!(
                 out,
                 ",\"sent-request-id\":{},\"retry-timeout\":\"500ms\"}}",
-                rng.u64(1 << 60..1 << 62)
+                busy.request_id(rng, clock)
             )
         }
         50..=63 => {
@@ -659,6 +724,11 @@ fn busy_failure(
         64..=71 => {
             prefix(out, clock, "kubenswrapper[2345]");
             let (kind, name) = *pick(rng, OBJECTS);
+            let revision = busy.revision;
+            let rv = *busy
+                .list_rvs
+                .entry((pod.namespace, name))
+                .or_insert_with(|| revision - rng.u64(..20_000));
             klog_head(out, 'W', clock, "reflector.go:539");
             write!(
                 out,
@@ -666,7 +736,7 @@ fn busy_failure(
                 pod.namespace,
                 pod.namespace,
                 kind.to_lowercase(),
-                busy.revision - rng.u64(..20_000),
+                rv,
                 pick(rng, API_ERRORS)
             )
         }
@@ -690,25 +760,32 @@ fn busy_failure(
             )
         }
         82..=86 => {
+            // The pod's event series: named at its first event, patched
+            // under that name since, its count one more each time.
+            let revision = busy.revision;
+            let series = busy.events[pod_index].get_or_insert_with(|| EventSeries {
+                unix_nanos: clock.unix_nanos(),
+                count: 1,
+                event_rv: revision - rng.u64(..5_000),
+                pod_rv: revision - rng.u64(..20_000),
+            });
+            series.count += 1;
+            let name = format!("{}.{:x}", pod.name, series.unix_nanos);
+            let (count, event_rv, pod_rv) = (series.count, series.event_rv, series.pod_rv);
             prefix(out, clock, "kubenswrapper[2345]");
             klog_head(out, 'E', clock, "event.go:368");
             write!(
                 out,
-                "\"Unable to write event (may retry after sleeping)\" err=\"Patch \\\"https://{API}:6443/api/v1/namespaces/{}/events/{}.{}\\\": {}\" event=\"&Event{{ObjectMeta:{{{{{}.{}  {}    {} 0 0001-01-01 00:00:00 +0000 UTC <nil> <nil> map[] map[] [] [] []}},InvolvedObject:ObjectReference{{Kind:Pod,Namespace:{},Name:{},UID:{},APIVersion:v1,ResourceVersion:{},FieldPath:spec.containers{{{}}},}},Reason:Unhealthy,Message:Readiness probe failed: HTTP probe failed with statuscode: 500,Source:EventSource{{Component:kubelet,Host:{HOST},}},Count:{},Type:Warning,}}\"",
+                "\"Unable to write event (may retry after sleeping)\" err=\"Patch \\\"https://{API}:6443/api/v1/namespaces/{}/events/{name}\\\": {}\" event=\"&Event{{ObjectMeta:{{{{{name}  {}    {} 0 0001-01-01 00:00:00 +0000 UTC <nil> <nil> map[] map[] [] [] []}},InvolvedObject:ObjectReference{{Kind:Pod,Namespace:{},Name:{},UID:{},APIVersion:v1,ResourceVersion:{},FieldPath:spec.containers{{{}}},}},Reason:Unhealthy,Message:Readiness probe failed: HTTP probe failed with statuscode: 500,Source:EventSource{{Component:kubelet,Host:{HOST},}},Count:{count},Type:Warning,}}\"",
                 pod.namespace,
-                pod.name,
-                hex(rng, 16),
                 pick(rng, API_ERRORS),
-                pod.name,
-                hex(rng, 16),
                 pod.namespace,
-                busy.revision - rng.u64(..5_000),
+                event_rv,
                 pod.namespace,
                 pod.name,
                 pod.uid,
-                busy.revision - rng.u64(..20_000),
+                pod_rv,
                 pick(rng, CONTAINERS),
-                rng.u32(2..400)
             )
         }
         87..=92 => {
@@ -760,9 +837,20 @@ fn busy_background(
         }
         45..=56 => {
             busy.revision += rng.u64(1..30);
-            let id = rng.u64(1 << 28..1 << 34);
+            // traceutil's trace number is rand.Int31() (v3.5
+            // pkg/traceutil/trace.go, logInfo).
+            let id = rng.u32(..1 << 31);
             let key = pick(rng, &busy.keys);
-            let (start, took) = (zap_ts(clock), go_duration(rng, 100_000, 900_000));
+            // The trace's start is its end less its duration, and its steps
+            // are consecutive from the start (v3.5 pkg/traceutil/trace.go,
+            // logInfo: zap.Time start and end, step durations between steps).
+            let total = draw_ns(rng, 100_000, 900_000);
+            let second = draw_ns(rng, 10, 900).min(total / 2);
+            let first = total - second - rng.u64(..=total / 10);
+            let start = zap_ts(&Clock {
+                micros: clock.micros.saturating_sub(total / 1_000),
+            });
+            let took = go_duration_ns(total);
             etcd_json(
                 out,
                 clock,
@@ -775,8 +863,8 @@ fn busy_background(
                 ",\"detail\":\"{{range_begin:{key}; range_end:; response_count:1; response_revision:{}; }}\",\"duration\":\"{took}\",\"start\":\"{start}\",\"end\":\"{}\",\"steps\":[\"trace[{id}] 'agreement among raft nodes before linearized reading'  (duration: {})\",\"trace[{id}] 'range keys from in-memory index tree'  (duration: {})\"],\"step_count\":2}}",
                 busy.revision,
                 zap_ts(clock),
-                go_duration(rng, 90_000, 800_000),
-                go_duration(rng, 10, 900)
+                go_duration_ns(first),
+                go_duration_ns(second)
             )
         }
         57..=59 => {
