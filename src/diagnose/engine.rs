@@ -11,7 +11,7 @@ use super::files;
 use super::finding::{Consequence, Diagnosis, Evidence, Finding, FORMAT_VERSION};
 use super::line;
 use super::normalise;
-use super::scanner::{Kind, Placement, RawEvidence, Scanner, UnitMarks};
+use super::scanner::{Kind, Placement, RawEvidence, Scanner, UnitMarks, MAX_EVIDENCE_CHARS};
 use super::signal::{Category, Nature, Severity, Signal};
 use crate::records::{Outcome, Summary};
 
@@ -318,7 +318,7 @@ impl Engine {
                         Evidence {
                             path: path.to_owned(),
                             line: numbered(path).then_some(line),
-                            text: line::shorten(&text, super::MAX_EVIDENCE_CHARS),
+                            text: line::shorten(&text, MAX_EVIDENCE_CHARS),
                             at: None,
                             unit: None,
                         },
@@ -453,7 +453,7 @@ impl Engine {
                     let ev = Evidence {
                         path: files::RPM_OSTREE.into(),
                         line: None,
-                        text: line::shorten(&d.booted_text, super::MAX_EVIDENCE_CHARS),
+                        text: line::shorten(&d.booted_text, MAX_EVIDENCE_CHARS),
                         at: None,
                         unit: None,
                     };
