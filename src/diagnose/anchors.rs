@@ -106,6 +106,26 @@ impl Found {
     }
 }
 
+/// Anchors of messages a host logs again word for word while nothing
+/// changes (a container's crash-loop back-off at every pod sync, each DHCP
+/// renewal of the same address): a repeat adds nothing, so it is not read.
+const REPEATING_ANCHORS: &[&str] = &["CrashLoopBackOff", "new lease, address="];
+
+/// Whether anchor `index` is one of [`REPEATING_ANCHORS`].
+pub(super) fn is_repeating(index: usize) -> bool {
+    static REPEATING: OnceLock<Vec<bool>> = OnceLock::new();
+    REPEATING
+        .get_or_init(|| {
+            anchor_table()
+                .iter()
+                .map(|(a, _)| REPEATING_ANCHORS.contains(a))
+                .collect()
+        })
+        .get(index)
+        .copied()
+        .unwrap_or(false)
+}
+
 /// How many anchors there are (their indexes in [`Found::anchor`]).
 pub(super) fn anchor_count() -> usize {
     anchor_table().len()

@@ -35,6 +35,8 @@ const FREE_READS_PER_ANCHOR: u8 = 4;
 const READ_EARN_BYTES: u64 = 16 * 1024;
 /// Reads saved up at most, and a member's starting allowance.
 const READ_BURST: u64 = 1024;
+/// Messages of repeating anchors a member remembers, to know a repeat.
+const REPEATS_KEPT: usize = 64;
 /// Largest records summary parsed (it is generated, normally a few KiB).
 const MAX_SUMMARY_BYTES: usize = 4 * 1024 * 1024;
 
@@ -198,6 +200,40 @@ impl ReadBudget {
     }
 }
 
+/// The messages of repeating anchors ([`anchors::is_repeating`]) a member
+/// saw lately, by a hash of the text from the line's last `]` before the
+/// anchor (where klog's and NetworkManager's own stamps end; else the 48
+/// bytes before it) to the line's end: the time a line carries is not
+/// part of what it says.
+#[derive(Debug, Clone, Default)]
+struct Repeats {
+    seen: Vec<u64>,
+    next: usize,
+}
+
+impl Repeats {
+    /// Whether `line`, its anchor at `anchor_at`, says what a line seen
+    /// lately said; remembers it if not.
+    fn repeated(&mut self, line: &[u8], anchor_at: usize) -> bool {
+        use std::hash::{Hash as _, Hasher as _};
+        let from = memchr::memrchr(b']', &line[..anchor_at])
+            .map_or(anchor_at.saturating_sub(48), |i| i + 1);
+        let mut hasher = std::hash::DefaultHasher::new();
+        line[from..].hash(&mut hasher);
+        let key = hasher.finish();
+        if self.seen.contains(&key) {
+            return true;
+        }
+        if self.seen.len() < REPEATS_KEPT {
+            self.seen.push(key);
+        } else {
+            self.seen[self.next] = key;
+            self.next = (self.next + 1) % REPEATS_KEPT;
+        }
+        false
+    }
+}
+
 /// The most hit lines a member of `bytes` bytes has read: every rule's
 /// free reads, the starting allowance, and what the bytes earn.
 #[cfg(test)]
@@ -283,6 +319,8 @@ pub struct Scanner {
     status_unit: Option<String>,
     /// How many hit lines the rules read.
     budget: ReadBudget,
+    /// Repeating anchors' messages seen lately: a repeat is not read.
+    repeats: Repeats,
     pub(super) document: Vec<u8>,
     pub(super) document_overflow: bool,
     /// Time spent in [`Scanner::feed`], for the manifest's cost figure.
@@ -310,6 +348,7 @@ impl Scanner {
             pending: Pending::default(),
             status_unit: None,
             budget: ReadBudget::new(),
+            repeats: Repeats::default(),
             document: Vec::new(),
             document_overflow: false,
             busy: std::time::Duration::ZERO,
@@ -437,7 +476,9 @@ impl Scanner {
             let end =
                 memchr::memchr(b'\n', &block[anchor_at..]).map_or(block.len(), |i| anchor_at + i);
             self.lines += memchr::memchr_iter(b'\n', &block[counted..start]).count() as u64;
-            if !self.budget.allow(found.anchor) {
+            let repeat = super::anchors::is_repeating(found.anchor)
+                && self.repeats.repeated(&block[start..end], anchor_at - start);
+            if repeat || !self.budget.allow(found.anchor) {
                 self.lines += 1;
                 counted = (end + 1).min(block.len());
                 pos = counted;
@@ -509,7 +550,9 @@ impl Scanner {
         }
         self.budget.earn(line.len() + 1);
         if let Some(found) = AnchorFinder::get().find_with(line, 0) {
-            if self.budget.allow(found.anchor) {
+            let repeat = super::anchors::is_repeating(found.anchor)
+                && self.repeats.repeated(line, found.start);
+            if !repeat && self.budget.allow(found.anchor) {
                 self.open_pending(line, number, offset);
             }
         }

@@ -503,6 +503,43 @@ fn a_flood_is_read_within_budget_and_rarer_causes_still_are() {
 }
 
 #[test]
+fn repeats_of_a_crash_loop_or_a_renewal_are_not_read_and_a_change_still_is() {
+    // A healthy first boot logs the same back-off at every pod sync and the
+    // same DHCP renewal over and over, each with its own stamps: read once,
+    // they leave the read budget whole, and a new address is still read.
+    let mut text = String::new();
+    for i in 0..20_000u32 {
+        let (m, s) = ((i / 60) % 60, i % 60);
+        let _ = writeln!(
+            text,
+            "2026-11-22T10:{m:02}:{s:02}.000000+0000 m kubenswrapper[2345]: E1122 10:{m:02}:{s:02}.{i:06} 2345 pod_workers.go:1301] \"Error syncing pod, skipping\" err=\"failed to \\\"StartContainer\\\" for \\\"tuned\\\" with CrashLoopBackOff: \\\"back-off 20s restarting failed container=tuned pod=tuned-x_openshift-cluster-node-tuning-operator(8edecadb-951c-4901-ae9d-42259c63b982)\\\"\""
+        );
+        let _ = writeln!(
+            text,
+            "2026-11-22T10:{m:02}:{s:02}.500000+0000 m NetworkManager[1203]: <info>  [1795341600.{i:04}] dhcp4 (ens3): state changed new lease, address=192.168.122.10"
+        );
+    }
+    text.push_str("2026-11-22T11:00:00.000000+0000 m NetworkManager[1203]: <info>  [1795345200.0001] dhcp4 (ens3): state changed new lease, address=192.168.122.57\n");
+    let scanner = scan_text("journal/this-boot.log", text.as_bytes()).unwrap();
+    assert_eq!(scanner.unread_lines(), 0);
+    let placement = whole(&scanner);
+    let mut engine = Engine::new();
+    engine.absorb(scanner, placement);
+    let d = engine.finish();
+    let found: Vec<(&str, &str)> = d
+        .findings
+        .iter()
+        .map(|f| (f.category.as_str(), f.key.as_str()))
+        .collect();
+    assert!(found.contains(&("ip_changed", "ens3")), "{found:?}");
+    assert!(
+        d.findings.iter().any(|f| f.summary.contains("tuned")),
+        "{:?}",
+        d.findings
+    );
+}
+
+#[test]
 fn a_unit_that_ends_well_after_a_flood_is_recovered() {
     // bootkube fails, a flood spends the read budget, other units end well
     // (spending that anchor's free reads), then bootkube ends well: the
