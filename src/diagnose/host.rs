@@ -158,6 +158,9 @@ pub(super) fn duplicate_ip(msg: &str) -> Option<Signal> {
         "IPv6 duplicate address",
         "because of DAD conflicts",
     ];
+    if let Some(what) = VRRP_FOREIGN.iter().find(|w| msg.contains(*w)) {
+        return Some(vrrp_collision(msg, what));
+    }
     let what = CONFLICT.iter().find(|w| msg.contains(*w))?;
     let addr = ip_in(msg).unwrap_or("an address");
     Some(Signal::new(
@@ -166,6 +169,37 @@ pub(super) fn duplicate_ip(msg: &str) -> Option<Signal> {
         format!("{addr} is used by another machine on the network ({what})"),
         Nature::Fatal,
     ))
+}
+
+/// keepalived receiving another router's adverts for its own virtual
+/// router (keepalived `keepalived/vrrp/vrrp.c`, `vrrp_check_packet`): a
+/// different password (`(VI_1) received an invalid passwd!`, older
+/// `(VI_1): received …`), a VIP list that is not its own (`ip address
+/// associated with VRID N not present in MASTER advert`), another advert
+/// interval. (The drop that follows each, `bogus VRRP packet received on
+/// ens3 !!!`, is not read: it follows any malformed packet too, and the
+/// line before it says why.) Two clusters (or a cluster and another keepalived) on one
+/// segment with the same virtual router id: the VIPs (API, ingress) are
+/// claimed twice and flap (the baremetal and vSphere IPI VRRP-id collision).
+const VRRP_FOREIGN: &[&str] = &[
+    "received an invalid passwd",
+    "not present in MASTER advert",
+    "advertisement interval mismatch",
+];
+
+fn vrrp_collision(msg: &str, what: &str) -> Signal {
+    // `(VI_1) …` / `VRRP_Instance(VI_1) …` names the instance; the drop
+    // line does not, so one key for all: they are one collision.
+    let instance = after(msg, "(")
+        .map(|r| token_until(r, &[')']))
+        .filter(|i| !i.is_empty() && !i.contains(' '))
+        .map_or_else(String::new, |i| format!(" {i}"));
+    Signal::new(
+        Category::DuplicateIp,
+        "virtual router id",
+        format!("another keepalived on the network uses the virtual router id of{instance}: the VIPs are claimed twice ({what})"),
+        Nature::Fatal,
+    )
 }
 
 /// The first IPv4 or IPv6 address in `text`.
@@ -204,6 +238,25 @@ pub(super) fn ip_in(text: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_foreign_vrrp_router_on_the_segment_is_a_duplicate_vip() {
+        for line in [
+            "(rna1_API): received an invalid passwd!",
+            "Keepalived_vrrp[5277]: (VI_1) received an invalid passwd!",
+            "(VI_1) ip address associated with VRID 51 not present in MASTER advert : 10.0.0.5",
+        ] {
+            let s = duplicate_ip(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(s.category, Category::DuplicateIp, "{line}");
+            assert_eq!(s.key, "virtual router id");
+        }
+        // A normal election is not a collision.
+        assert!(duplicate_ip("(VI_1) Entering BACKUP STATE").is_none());
+        assert!(duplicate_ip(
+            "(VI_1) received lower priority (90) advert from 10.0.0.2 - discarding"
+        )
+        .is_none());
+    }
 
     #[test]
     fn names_addresses_and_conflicts() {

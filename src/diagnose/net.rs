@@ -241,6 +241,24 @@ pub(super) fn api(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
+    // kubelet's own calls to its API server, on whatever port it is
+    // published (a load balancer in front of it): kubelet_node_status.go
+    // `Unable to register node with API server` (older `Unable to register
+    // node "N" with API server: …`) and the node lease controller
+    // (component-helpers/apimachinery/lease/controller.go: `failed to
+    // ensure lease exists, will retry`, older `failed to ensure node lease
+    // exists`). Only with a network error: a refusal by admission is not
+    // an unreachable API.
+    if msg.contains("Unable to register node") || msg.contains("lease exists") {
+        let err = short_net_error(msg)?;
+        let ep = url_host(msg).unwrap_or("the API");
+        return Some(Signal::new(
+            Category::ApiUnreachable,
+            ep,
+            format!("API {ep} unreachable ({err})"),
+            Nature::Transient,
+        ));
+    }
     if msg.contains("Unable to connect to the server") {
         let ep = url_host(msg).unwrap_or("the API");
         let err = short_net_error(msg).unwrap_or("unable to connect");
@@ -437,6 +455,22 @@ mod tests {
 
     fn sig(f: fn(&str) -> Option<Signal>, msg: &str) -> Signal {
         f(msg).unwrap_or_else(|| panic!("no signal for {msg}"))
+    }
+
+    #[test]
+    fn kubelet_calls_to_its_api_on_any_port_are_the_api() {
+        let s = sig(
+            api,
+            r#""Unable to register node with API server" err="Post \"https://10.99.99.99:5000/api/v1/nodes\": dial tcp 10.99.99.99:5000: connect: no route to host" node="n""#,
+        );
+        assert_eq!(s.category, Category::ApiUnreachable);
+        assert_eq!(s.key, "10.99.99.99:5000");
+        let s = sig(
+            api,
+            r#""Failed to ensure lease exists, will retry" err="Get \"https://lb.example:8443/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n?timeout=10s\": dial tcp 10.0.0.5:8443: i/o timeout" interval="7s""#,
+        );
+        assert_eq!(s.category, Category::ApiUnreachable);
+        assert!(api(r#""Unable to register node with API server" err="nodes \"n\" is forbidden: node \"m\" is not allowed to modify node \"n\"""#).is_none());
     }
 
     #[test]

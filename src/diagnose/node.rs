@@ -85,8 +85,10 @@ pub(super) fn selinux(msg: &str) -> Option<Signal> {
                 ""
             }
         ),
+        // A permissive denial was allowed, so it caused nothing here; it is
+        // what an enforcing host refuses: worth a note, never a cause.
         if permissive {
-            Nature::Recovery
+            Nature::Note
         } else {
             Nature::Transient
         },

@@ -97,6 +97,18 @@ pub fn parse(line: &str) -> Parts<'_> {
         let (ident, message) = host_and_ident(rest);
         parts.ident = ident;
         text = message;
+        // A script's `set -x` trace in the journal (`configure-ovs.sh[1898]:
+        // + nmcli conn up br-ex`, `++ ip -j route show default`): the
+        // command, not what it printed, so not an event.
+        if ident.is_some() && is_trace(text) {
+            parts.message = text;
+            parts.shape = Shape::Command;
+            parts.at = match parts.stamp {
+                Some(Stamp::Full(at)) => Some(at),
+                _ => None,
+            };
+            return parts;
+        }
     } else if let Some(rest) = dmesg_stamp(text) {
         text = rest;
     }
@@ -168,8 +180,7 @@ fn is_command(text: &str) -> bool {
     if text.starts_with("$ ") || text.starts_with("# ") {
         return true;
     }
-    let plus = text.bytes().take_while(|&b| b == b'+').count();
-    if plus > 0 && plus <= 6 && text.as_bytes().get(plus) == Some(&b' ') {
+    if is_trace(text) {
         return true;
     }
     if let Some(rest) = text.strip_prefix('[') {
@@ -180,6 +191,12 @@ fn is_command(text: &str) -> bool {
         }
     }
     false
+}
+
+/// A `bash -x` trace line: one to six `+` (the nesting depth) and a space.
+fn is_trace(text: &str) -> bool {
+    let plus = text.bytes().take_while(|&b| b == b'+').count();
+    plus > 0 && plus <= 6 && text.as_bytes().get(plus) == Some(&b' ')
 }
 
 /// The stamp of a journal prefix and what follows it: ISO
@@ -673,6 +690,11 @@ mod tests {
         assert_eq!(p.message, "y");
         assert_eq!(parse("+ nmcli conn up br-ex").shape, Shape::Command);
         assert_eq!(parse("++ ip route show").shape, Shape::Command);
+        let traced = parse("Jul 30 20:38:13 master-2 configure-ovs.sh[1898]: + echo 'Default gateway interface found: null'");
+        assert_eq!(traced.shape, Shape::Command);
+        assert_eq!(traced.ident, Some("configure-ovs.sh"));
+        let printed = parse("Jul 30 20:38:13 master-2 configure-ovs.sh[1898]: Default gateway interface found: null");
+        assert_eq!(printed.shape, Shape::Event);
         assert_eq!(parse("[core@master-0 ~]$ oc get csr").shape, Shape::Command);
         assert_eq!(parse("$ journalctl -u kubelet").shape, Shape::Command);
         let h = parse("\u{25cf} kubelet.service - Kubernetes Kubelet");

@@ -132,6 +132,44 @@ pub(super) fn release(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
+    // A program refusing a flag it does not know: bootkube.sh runs the
+    // release's operators (`cluster-etcd-operator render`, `… render` of
+    // each) with the flags of the installer's version, so the installer
+    // and the release it installs differ. The wordings of the Go flag
+    // parsers: spf13/pflag flag.go (`unknown flag: --%s`, `unknown
+    // shorthand flag: %q in -%s`, printed by cobra as `Error: …`) and the
+    // standard library's flag/flag.go (`flag provided but not defined: -%s`).
+    if let Some(what) = [
+        "unknown flag: ",
+        "unknown shorthand flag",
+        "flag provided but not defined",
+    ]
+    .into_iter()
+    .find(|w| msg.contains(w))
+    {
+        let flag = after(msg, what)
+            .map(|r| token_until(r.trim_start_matches(": "), &[' ', '"', '\'']))
+            .unwrap_or("");
+        return Some(Signal::new(
+            Category::ReleaseMismatch,
+            format!("flag {flag}"),
+            format!("a program does not know the flag {flag} it was given: the caller (installer, bootkube) and the release's program are from different versions ({what})"),
+            Nature::Fatal,
+        ));
+    }
+    // machine-config-operator's bootstrap render (cmd/machine-config-operator
+    // bootstrap.go: `error rendering bootstrap manifests: %v`) missing a
+    // file the installer should have written under /assets: the
+    // installer's assets are of another release than the operator.
+    if msg.contains("rendering bootstrap manifests") && msg.contains("no such file or directory") {
+        let file = after(msg, "open ").map_or("an asset", |r| token_until(r, &[':', ' ']));
+        return Some(Signal::new(
+            Category::ReleaseMismatch,
+            "bootstrap assets",
+            format!("the release's machine-config-operator needs {file}, which the installer did not write: installer and release differ"),
+            Nature::Fatal,
+        ));
+    }
     let lower = msg.to_ascii_lowercase();
     // Only the wording of a check, not any line that says both words (a
     // path can hold "mismatch").
@@ -155,6 +193,24 @@ pub(super) fn release(msg: &str) -> Option<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flag_or_asset_of_another_version_is_a_release_mismatch() {
+        let s = release("Error: unknown flag: --etcd-discovery-domain").unwrap();
+        assert_eq!(s.category, Category::ReleaseMismatch);
+        assert_eq!(s.key, "flag --etcd-discovery-domain");
+        let s = release("Error: unknown shorthand flag: 'x' in -x").unwrap();
+        assert_eq!(s.category, Category::ReleaseMismatch);
+        let s = release("flag provided but not defined: -cert-dir").unwrap();
+        assert_eq!(s.key, "flag -cert-dir");
+        let s = release("F0403 18:16:28.456056 1 bootstrap.go:104] error rendering bootstrap manifests: open /assets/tls/etcd-metric-ca-bundle.crt: no such file or directory").unwrap();
+        assert!(
+            s.summary.contains("/assets/tls/etcd-metric-ca-bundle.crt"),
+            "{}",
+            s.summary
+        );
+        assert!(release("error rendering bootstrap manifests: invalid character").is_none());
+    }
 
     #[test]
     fn refused_pull_secret_names_the_registry() {

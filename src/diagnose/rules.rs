@@ -177,6 +177,7 @@ pub(super) const RULES: &[Rule] = &[
             "is not supported over",
             "could not restore sandbox",
             "parent snapshot",
+            "missing parent",
             "resource busy",
         ],
     },
@@ -281,6 +282,9 @@ pub(super) const RULES: &[Rule] = &[
             "duplicate address check",
             "IPv6 duplicate address",
             "DAD conflicts",
+            "received an invalid passwd",
+            "not present in MASTER advert",
+            "advertisement interval mismatch",
         ],
     },
     Rule {
@@ -308,6 +312,8 @@ pub(super) const RULES: &[Rule] = &[
             ":6443",
             "Unable to connect to the server",
             "Successfully registered node",
+            "Unable to register node",
+            "lease exists",
         ],
     },
     Rule {
@@ -350,6 +356,10 @@ pub(super) const RULES: &[Rule] = &[
             "exec format error",
             "does not match",
             "no image found in manifest list",
+            "unknown flag: ",
+            "unknown shorthand flag",
+            "flag provided but not defined",
+            "rendering bootstrap manifests",
         ],
     },
     Rule {

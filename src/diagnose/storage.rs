@@ -193,6 +193,11 @@ pub(super) fn crio_storage(msg: &str) -> Option<Signal> {
         "read-write layer",
         "could not restore sandbox",
         "parent snapshot",
+        // containerd's snapshotter (snapshots/storage/bolt.go): `missing
+        // parent "k8s.io/9/sha256:…" bucket: not found`, a layer's parent
+        // gone from the store (the same breakage as containers/storage's
+        // `layer not known`).
+        "missing parent",
         "structure needs cleaning",
         "is not supported over",
         "layer not known",
