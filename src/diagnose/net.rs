@@ -22,31 +22,49 @@ const DNS_REASONS: &[&str] = &[
 /// `Could not resolve host: quay.io`, glibc's `Temporary failure in name
 /// resolution`.
 pub(super) fn dns(msg: &str) -> Option<Signal> {
-    if let Some(rest) = after(msg, "lookup ") {
-        let host = token_until(rest, &[' ', ':', '"', ',']);
-        let reason = DNS_REASONS.iter().find(|r| rest.contains(*r))?;
-        let tail = &rest[host.len()..];
-        // Go's `lookup HOST on SERVER: …` or `lookup HOST: …`, not the
-        // English word (`lookup failed on …`).
-        if host.is_empty() || !(tail.starts_with(':') || tail.starts_with(" on ")) {
-            return None;
+    // Go's net package (net/net.go DNSError: `lookup HOST on SERVER: …`,
+    // `lookup HOST: …`), at any of the word's places, the last (innermost
+    // error) that has its shape: the English word (`DNS lookup failure
+    // for: h`, `lookup failed: …`) may come first, and is left to the
+    // wordings below when no Go one follows.
+    let mut from = 0;
+    let mut found = None;
+    while let Some(i) = msg[from..].find("lookup ") {
+        from += i + "lookup ".len();
+        if let Some(signal) = go_lookup(&msg[from..]) {
+            found = Some(signal);
         }
-        let server = after(tail, " on ").map(|s| {
-            // `192.168.122.1:53: …` or `[fd00::1]:53: …`
-            let end = s.find(": ").unwrap_or(s.len());
-            &s[..end]
-        });
-        let quoted = match server {
-            Some(server) => format!("lookup {host} on {server}: {reason}"),
-            None => format!("lookup {host}: {reason}"),
-        };
-        return Some(Signal::new(
-            Category::DnsResolution,
-            host,
-            format!("{host} did not resolve ({quoted})"),
-            Nature::Transient,
-        ));
     }
+    found.or_else(|| dns_wordings(msg))
+}
+
+/// `HOST on SERVER: REASON` or `HOST: REASON` after Go's `lookup `.
+fn go_lookup(rest: &str) -> Option<Signal> {
+    let host = token_until(rest, &[' ', ':', '"', ',']);
+    let reason = DNS_REASONS.iter().find(|r| rest.contains(*r))?;
+    let tail = &rest[host.len()..];
+    if host.is_empty() || !(tail.starts_with(':') || tail.starts_with(" on ")) {
+        return None;
+    }
+    let server = after(tail, " on ").map(|s| {
+        // `192.168.122.1:53: …` or `[fd00::1]:53: …`
+        let end = s.find(": ").unwrap_or(s.len());
+        &s[..end]
+    });
+    let quoted = match server {
+        Some(server) => format!("lookup {host} on {server}: {reason}"),
+        None => format!("lookup {host}: {reason}"),
+    };
+    Some(Signal::new(
+        Category::DnsResolution,
+        host,
+        format!("{host} did not resolve ({quoted})"),
+        Nature::Transient,
+    ))
+}
+
+/// The other programs' wordings of a failed lookup.
+fn dns_wordings(msg: &str) -> Option<Signal> {
     if msg.contains("no servers could be reached") {
         return Some(Signal::new(
             Category::DnsResolution,
@@ -455,6 +473,17 @@ mod tests {
 
     fn sig(f: fn(&str) -> Option<Signal>, msg: &str) -> Signal {
         f(msg).unwrap_or_else(|| panic!("no signal for {msg}"))
+    }
+
+    #[test]
+    fn an_english_lookup_before_go_s_does_not_hide_either() {
+        let s = sig(dns, "[proxy:error] [pid 34:tid 1] AH00898: DNS lookup failure for: slave-node1 returned by /v2/_catalog");
+        assert_eq!(s.key, "slave-node1");
+        let s = sig(
+            dns,
+            "image lookup failed: dial tcp: lookup quay.io on 10.0.0.1:53: no such host",
+        );
+        assert_eq!(s.key, "quay.io");
     }
 
     #[test]

@@ -31,12 +31,22 @@ pub(super) fn csr(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    if msg.contains("not authorized: No target machine") {
+    // cluster-machine-approver leaving a CSR pending, every reason it
+    // gives (pkg/controller csr_check.go, controller.go: `CSR %s not
+    // authorized: %v` (no target machine, a missing or extra SAN, a
+    // node name that does not match), older `CSR %s not valid: %v`).
+    let about_a_csr = msg.contains("CSR ") || msg.contains("csr-");
+    if let Some(reason) = ["not authorized: ", "not valid: "]
+        .into_iter()
+        .find_map(|w| after(msg, w).filter(|_| about_a_csr))
+    {
+        let reason = super::line::shorten(reason.trim().trim_end_matches('"'), 120);
         return Some(Signal::new(
             Category::CsrPending,
             "kubelet client certificate",
-            "the machine approver refuses the node's CSR (no target machine): approve it by hand"
-                .into(),
+            format!(
+                "the machine approver leaves the node's CSR pending ({reason}): approve it by hand"
+            ),
             Nature::Transient,
         ));
     }
@@ -196,6 +206,19 @@ pub(super) fn cni(msg: &str) -> Option<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_reason_the_approver_gives_leaves_the_csr_pending() {
+        for line in [
+            "I0307 15:17:49.020369 1 main.go:123] CSR csr-fvcvt not authorized: Missing SAN in DNSNames",
+            "CSR csr-8b2br not authorized: No target machine for node \"worker-0\"",
+            "CSR csr-x1 not valid: CSR Common Name does not match",
+        ] {
+            let s = csr(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(s.category, Category::CsrPending, "{line}");
+        }
+        assert!(csr("user not authorized: token expired").is_none());
+    }
 
     #[test]
     fn csr_and_avc() {

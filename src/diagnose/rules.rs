@@ -371,6 +371,8 @@ pub(super) const RULES: &[Rule] = &[
             "no serving certificate",
             "tls: internal error",
             "No target machine",
+            "not authorized: ",
+            "not valid: ",
         ],
     },
     Rule {
