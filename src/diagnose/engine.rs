@@ -245,8 +245,26 @@ impl Engine {
                 (severity, first, i, finding(acc, severity))
             })
             .collect();
+        // A consequence ranks below its cause: the API, the machine config
+        // server or a CSR failing for good is an error, and what makes
+        // them fail (a slow etcd disk, a clock or certificate problem, the
+        // network) is often only a warning on its own; beside such an
+        // error it is one too. At the same severity a consequence comes
+        // after any cause, whatever their times.
+        if findings
+            .iter()
+            .any(|f| f.0 == Severity::Error && is_consequence(f.3.category))
+        {
+            for f in &mut findings {
+                if f.0 == Severity::Warning && explains_unreachable(f.3.category) {
+                    f.0 = Severity::Error;
+                    f.3.severity = Severity::Error;
+                }
+            }
+        }
         findings.sort_by(|a, b| {
             a.0.cmp(&b.0)
+                .then_with(|| is_consequence(a.3.category).cmp(&is_consequence(b.3.category)))
                 .then_with(|| match (a.1, b.1) {
                     (Some(x), Some(y)) => x.cmp(&y),
                     (Some(_), None) => std::cmp::Ordering::Less,
@@ -637,6 +655,38 @@ fn push_consequence(acc: &mut Acc, consequence: Consequence, at: Option<i64>) {
     {
         acc.consequences.push((consequence, at));
     }
+}
+
+/// Categories that are usually what another problem looks like from a
+/// client: the API or the machine config server not answering, a CSR not
+/// approved (the approver needs the API).
+fn is_consequence(category: Category) -> bool {
+    matches!(
+        category,
+        Category::ApiUnreachable | Category::McsUnreachable | Category::CsrPending
+    )
+}
+
+/// Causes that make the API, the machine config server or CSRs fail as
+/// seen from this host: etcd too slow to answer the API, TLS refused
+/// (clock, expired or untrusted certificates), the way there broken.
+fn explains_unreachable(category: Category) -> bool {
+    matches!(
+        category,
+        Category::EtcdSlowDisk
+            | Category::ClockSkew
+            | Category::ExpiredCertificate
+            | Category::UntrustedCa
+            | Category::DnsResolution
+            | Category::DnsConfig
+            | Category::NetworkLink
+            | Category::RouteConfig
+            | Category::MtuMismatch
+            | Category::DuplicateIp
+            | Category::IpChanged
+            | Category::OvsConfig
+            | Category::Proxy
+    )
 }
 
 /// How long a transient signal must keep coming, unrecovered, to be an

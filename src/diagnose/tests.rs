@@ -585,3 +585,25 @@ fn every_anchor_holds_a_needle_of_the_table() {
         Vec::<&str>::new()
     );
 }
+
+#[test]
+fn an_unreachable_api_ranks_below_the_slow_etcd_that_explains_it() {
+    // The API refusing for 25 minutes (an error) and etcd's disk too slow
+    // a few times (a warning on its own): the cause comes first, and is an
+    // error beside the error it explains.
+    let mut text = String::new();
+    for minute in 0..26 {
+        let _ = writeln!(
+            text,
+            "2026-11-22T10:{minute:02}:00.000000+0000 m kubelet[1]: E1122 10:{minute:02}:00.000000 1 kubelet.go:1] \"Error updating node status, will retry\" err=\"Get \\\"https://api-int.c.example:6443/api/v1/nodes/m\\\": dial tcp 10.0.0.5:6443: connect: connection refused\""
+        );
+        if minute == 5 {
+            text.push_str("2026-11-22T10:05:30.000000+0000 m etcd[2]: {\"level\":\"warn\",\"ts\":\"2026-11-22T10:05:30.000Z\",\"msg\":\"slow fdatasync\",\"took\":\"2.5s\",\"expected-duration\":\"1s\"}\n");
+        }
+    }
+    let d = engine_with(&[("journal/this-boot.log", &text)]);
+    let first = &d.findings[0];
+    assert_eq!(first.category, Category::EtcdSlowDisk, "{:#?}", d.findings);
+    assert_eq!(first.severity, Severity::Error);
+    assert_eq!(d.findings[1].category, Category::ApiUnreachable);
+}
