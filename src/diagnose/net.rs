@@ -196,6 +196,18 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
+    // curl cutting a CONNECT the proxy reset or refused (lib/cf-h1-proxy.c:
+    // `Proxy CONNECT aborted`). Its sibling `CONNECT tunnel failed,
+    // response 403` would need a needle of its own in the anchor finder's
+    // table (a cost the table was not regenerated for this round).
+    if msg.contains("Proxy CONNECT aborted") {
+        return Some(Signal::new(
+            Category::Proxy,
+            "proxy CONNECT",
+            "the proxy cut the CONNECT tunnel (Proxy CONNECT aborted)".into(),
+            Nature::Transient,
+        ));
+    }
     if let Some(rest) = after(msg, "Received HTTP code ") {
         if rest.contains("from proxy after CONNECT") {
             let code = token_until(rest, &[' ']);
@@ -473,6 +485,12 @@ mod tests {
 
     fn sig(f: fn(&str) -> Option<Signal>, msg: &str) -> Signal {
         f(msg).unwrap_or_else(|| panic!("no signal for {msg}"))
+    }
+
+    #[test]
+    fn curl_s_refused_or_cut_connect_is_the_proxy() {
+        let s = sig(proxy, "error: curl: (56) Proxy CONNECT aborted");
+        assert_eq!(s.category, Category::Proxy);
     }
 
     #[test]

@@ -127,6 +127,24 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
+    // CoreDNS's loop plugin (plugin/loop/loop.go): its upstream (the
+    // node's resolv.conf) sends its own probe back to it: `[FATAL]
+    // plugin/loop: Loop (127.0.0.1:59214 -> :53) detected for zone ".", …`.
+    // The upstream is a local address (a stub resolver, itself): a DNS
+    // configuration problem, and CoreDNS exits on it.
+    // (Read when the loop is through a loopback address, `Loop (127.`,
+    // the usual stub resolver: the anchor finder's table has a needle in it.)
+    if let Some(rest) = after(msg, "Loop (127.") {
+        if msg.contains(") detected for zone") {
+            let pair = format!("127.{}", token_until(rest, &[')']));
+            return Some(Signal::new(
+                Category::DnsConfig,
+                "resolv.conf",
+                format!("CoreDNS forwards to itself (loop {pair}): the node's resolv.conf names a local resolver"),
+                Nature::Fatal,
+            ));
+        }
+    }
     if msg.contains("no DNS servers") {
         return Some(Signal::new(
             Category::DnsConfig,
@@ -253,6 +271,17 @@ pub(super) fn egress(msg: &str) -> Option<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coredns_forwarding_to_itself_is_the_dns_configuration() {
+        let s = dns_config(r#"[FATAL] plugin/loop: Loop (127.0.0.1:59214 -> :53) detected for zone ".", see https://coredns.io/plugins/loop#troubleshooting. Query: "HINFO 4547991504243258144.3688648895315093531.""#).unwrap();
+        assert_eq!(s.category, Category::DnsConfig);
+        assert!(
+            s.summary.contains("127.0.0.1:59214 -> :53"),
+            "{}",
+            s.summary
+        );
+    }
 
     #[test]
     fn ovs_routes_resolver_mtu_egress() {

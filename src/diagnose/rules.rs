@@ -110,12 +110,19 @@ pub(super) const RULES: &[Rule] = &[
             "error connecting to proxy",
             "Could not resolve proxy",
             "Couldn't resolve proxy",
+            "Proxy CONNECT aborted",
             "Unable to connect to the server: ",
         ],
     },
     Rule {
         check: netconf::dns_config,
-        anchors: &["no DNS servers", "on [::1]:53", "on 127.", "127.0.0.53"],
+        anchors: &[
+            "no DNS servers",
+            "on [::1]:53",
+            "on 127.",
+            "127.0.0.53",
+            "Loop (127.",
+        ],
     },
     Rule {
         check: net::dns,
