@@ -17,9 +17,9 @@ const HEALTHY: &str = "healthy";
 /// Top-1 accuracy the held-back part keeps at least. Issue 23 asks 0.85;
 /// the score reached is in docs/diagnosis.md, and this floor only guards it
 /// against falling back.
-const HELD_BACK_TOP1_FLOOR: f64 = 0.54;
+const HELD_BACK_TOP1_FLOOR: f64 = 0.55;
 /// The same for the tuning part.
-const TUNING_TOP1_FLOOR: f64 = 0.70;
+const TUNING_TOP1_FLOOR: f64 = 0.82;
 
 struct Case {
     id: String,

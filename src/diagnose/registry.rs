@@ -147,9 +147,9 @@ pub(super) fn release(msg: &str) -> Option<Signal> {
     .into_iter()
     .find(|w| msg.contains(w))
     {
-        let flag = after(msg, what)
-            .map(|r| token_until(r.trim_start_matches(": "), &[' ', '"', '\'']))
-            .unwrap_or("");
+        let flag = after(msg, what).map_or("", |r| {
+            token_until(r.trim_start_matches(": "), &[' ', '"', '\''])
+        });
         return Some(Signal::new(
             Category::ReleaseMismatch,
             format!("flag {flag}"),
