@@ -259,7 +259,7 @@ async fn ask(conf: &Conf, name: &str, qtype: u16) -> io::Result<Vec<IpAddr>> {
                     last = not_found(name);
                 }
                 Err(err) => {
-                    last = io::Error::new(err.kind(), format!("nameserver {server}: {err}"))
+                    last = io::Error::new(err.kind(), format!("nameserver {server}: {err}"));
                 }
             }
         }
@@ -280,13 +280,14 @@ fn encode(id: u16, name: &str, qtype: u16) -> io::Result<Vec<u8>> {
     q.extend_from_slice(&id.to_be_bytes());
     q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
     for label in name.split('.') {
-        if label.is_empty() || label.len() > 63 {
+        let len = u8::try_from(label.len()).unwrap_or(u8::MAX);
+        if len == 0 || len > 63 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("{name:?} is not a DNS name"),
             ));
         }
-        q.push(label.len() as u8);
+        q.push(len);
         q.extend_from_slice(label.as_bytes());
     }
     q.push(0);
@@ -326,7 +327,9 @@ async fn exchange(server: SocketAddr, query: &[u8]) -> io::Result<Vec<u8>> {
         break;
     }
     let mut tcp = TcpStream::connect(server).await?;
-    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    // A query is at most 12 + 255 + 4 bytes.
+    let len = u16::try_from(query.len()).unwrap_or(u16::MAX);
+    let mut framed = len.to_be_bytes().to_vec();
     framed.extend_from_slice(query);
     tcp.write_all(&framed).await?;
     let len = tcp.read_u16().await?;
@@ -527,7 +530,7 @@ mod tests {
                 r.extend_from_slice(&[0xc0, 12]);
                 r.extend_from_slice(&t.to_be_bytes());
                 r.extend_from_slice(&[0, 1, 0, 0, 0, 60]);
-                r.extend_from_slice(&(data.len() as u16).to_be_bytes());
+                r.extend_from_slice(&u16::try_from(data.len()).unwrap().to_be_bytes());
                 r.extend_from_slice(data);
                 count += 1;
             }
@@ -556,7 +559,9 @@ mod tests {
                 let mut q = vec![0; len.into()];
                 s.read_exact(&mut q).await.unwrap();
                 let r = reply(&q);
-                s.write_all(&(r.len() as u16).to_be_bytes()).await.unwrap();
+                s.write_all(&u16::try_from(r.len()).unwrap().to_be_bytes())
+                    .await
+                    .unwrap();
                 s.write_all(&r).await.unwrap();
             }
         });
