@@ -15,9 +15,10 @@
 //!   The first of these names with an address is the answer.
 //! - For each name, `/etc/hosts` first, then A and AAAA asked together; both
 //!   families' addresses are the answer, IPv4 first.
-//! - Name servers in resolv.conf's order, `attempts` rounds, `timeout`
-//!   seconds per question (defaults 2 and 5, `ndots` 1); a name that does not
-//!   exist or has no address at one server is asked of the next.
+//! - Name servers (IPv6 ones may carry a `%zone`) in resolv.conf's order,
+//!   `attempts` rounds, `timeout` seconds per question (defaults 2 and 5,
+//!   `ndots` 1); a name that does not exist or has no address at one server
+//!   is asked of the next.
 //!
 //! Two deliberate differences: the files are read at each lookup, not once
 //! per client, and nothing is cached (lookups happen once per connection,
@@ -91,8 +92,8 @@ impl Conf {
             let value = |s: &str| s.trim_end_matches('.').to_ascii_lowercase();
             match words.next() {
                 Some("nameserver") => {
-                    if let Some(ip) = words.next().and_then(|w| w.parse::<IpAddr>().ok()) {
-                        conf.servers.push(SocketAddr::new(ip, 53));
+                    if let Some(server) = words.next().and_then(server) {
+                        conf.servers.push(server);
                     }
                 }
                 Some("domain") => {
@@ -165,6 +166,19 @@ impl Conf {
         push(base);
         names
     }
+}
+
+/// A resolv.conf name server: an address, IPv6 possibly with a `%zone`
+/// (an interface's name or index), port 53.
+fn server(word: &str) -> Option<SocketAddr> {
+    let Some((ip, zone)) = word.split_once('%') else {
+        return Some(SocketAddr::new(word.parse().ok()?, 53));
+    };
+    let scope = zone.parse().ok().or_else(|| {
+        let path = format!("/sys/class/net/{zone}/ifindex");
+        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    })?;
+    Some(std::net::SocketAddrV6::new(ip.parse().ok()?, 53, 0, scope).into())
 }
 
 /// `name` is `zone` or under it.
@@ -414,6 +428,7 @@ mod tests {
     fn reads_resolv_conf_as_glibc_does() {
         let c = Conf::parse(
             "# comment\nnameserver 10.0.0.1\nnameserver fd00::53 ; x\nnameserver bogus\n\
+             nameserver fe80::1%2\nnameserver fe80::2%lo\nnameserver fe80::3%no-such-if\n\
              domain corp.example\nsearch a.example b.example. --\n\
              options ndots:2 timeout:3 attempts:4 rotate\n",
             "",
@@ -423,7 +438,9 @@ mod tests {
             c.servers,
             [
                 "10.0.0.1:53".parse().unwrap(),
-                "[fd00::53]:53".parse().unwrap()
+                "[fd00::53]:53".parse().unwrap(),
+                "[fe80::1%2]:53".parse().unwrap(),
+                "[fe80::2%1]:53".parse().unwrap(),
             ]
         );
         assert_eq!(c.domain.as_deref(), Some("corp.example"));
