@@ -26,6 +26,7 @@ impl HealthProbe {
         // kubelet's healthz is on loopback: a configured proxy must not see it.
         let http = reqwest::Client::builder()
             .no_proxy()
+            .dns_resolver(crate::dns::resolver())
             .timeout(PROBE_TIMEOUT)
             .build()?;
         Ok(Self { http, url })

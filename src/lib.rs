@@ -16,6 +16,7 @@ pub mod collect;
 pub mod config;
 pub mod contract;
 pub mod diagnose;
+pub(crate) mod dns;
 pub(crate) mod flow;
 pub(crate) mod gzip;
 pub(crate) mod ignition;

@@ -248,7 +248,9 @@ impl Client {
             .redirect(reqwest::redirect::Policy::none())
             // reqwest's own NO_PROXY follows curl, not Go: the configured
             // settings replace it (crate::proxy).
-            .no_proxy();
+            .no_proxy()
+            // Without glibc's NSS (static binary): src/dns.rs.
+            .dns_resolver(crate::dns::resolver());
         if let Some(proxy) = settings.proxy.to_reqwest() {
             builder = builder.proxy(proxy);
         }

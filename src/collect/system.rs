@@ -1,16 +1,15 @@
 //! The host itself: which boot this is (`boot_id`), which OS and kernel,
 //! the kernel command line, uptime, CPU and memory, the clock's state (a
 //! clock far off breaks every TLS handshake of an installation), and a
-//! `summary.json` of memory, CPUs, load, uptime and disk space from sysinfo.
+//! `summary.json` of memory, CPUs, load, uptime and disk space.
 //!
-//! sysinfo and the commands always describe the running machine; when the
+//! The summary and the commands always describe the running machine; when the
 //! context's root is a sysroot, `summary.json` says so with
 //! `"source": "live system"` and names the root the files came from.
 
 use std::io;
 
 use serde_json::{json, Value};
-use sysinfo::{CpuRefreshKind, Disks, System};
 
 use super::members::Members;
 
@@ -39,71 +38,102 @@ pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     let summary = summary(&m.ctx().root.display().to_string(), m.ctx().is_live_root());
     let mut data = serde_json::to_vec_pretty(&summary).unwrap_or_default();
     data.push(b'\n');
-    m.generated("system/summary.json", "sysinfo (live system)", data)
+    m.generated(
+        "system/summary.json",
+        "/proc and statvfs (live system)",
+        data,
+    )
 }
 
-/// Everything sysinfo can tell; a figure it cannot read is left out and its
-/// error listed, never a reason to drop the rest.
+/// The live system's figures, from /proc and statvfs, as sysinfo (which
+/// this replaced: docs/packaging.md) computed them; a figure that cannot be
+/// read is left out and its error listed, never a reason to drop the rest.
 fn summary(root: &str, live_root: bool) -> Value {
     let mut errors: Vec<String> = Vec::new();
-    let mut note = |what: &str, err: &dyn std::fmt::Display| errors.push(format!("{what}: {err}"));
-
-    let memory = match System::new() {
-        Ok(mut sys) => {
-            sys.refresh_memory();
-            sys.refresh_cpu_list(CpuRefreshKind::nothing());
-            json!({
-                "total_bytes": sys.total_memory(),
-                "used_bytes": sys.used_memory(),
-                "available_bytes": sys.available_memory(),
-                "swap_total_bytes": sys.total_swap(),
-                "swap_used_bytes": sys.used_swap(),
-                "cpu_count": sys.cpus().len(),
-            })
-        }
+    let mut read = |what: &str, path: &str| match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
         Err(err) => {
-            note("memory", &err);
-            Value::Null
+            errors.push(format!("{what}: {path}: {err}"));
+            None
         }
     };
-    let mut get = |what: &str, value: Result<Value, sysinfo::Error>| {
-        value.unwrap_or_else(|err| {
-            note(what, &err);
-            Value::Null
-        })
+    let first_word = |text: &str| {
+        text.split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
     };
-    let kernel_version = get("kernel_version", System::kernel_version().map(Value::from));
-    let os_version = get("os_version", System::long_os_version().map(Value::from));
-    let hostname = get("hostname", System::host_name().map(Value::from));
-    let uptime_seconds = get("uptime", System::uptime().map(Value::from));
-    let boot_time = get("boot_time", System::boot_time().map(Value::from));
-    let physical_cores = get(
-        "physical_core_count",
-        System::physical_core_count().map(Value::from),
-    );
-    let load_average = get(
-        "load_average",
-        System::load_average().map(|l| json!({"one": l.one, "five": l.five, "fifteen": l.fifteen})),
-    );
-    let disks = get(
-        "disks",
-        Disks::new_with_refreshed_list().map(|disks| {
-            disks
-                .iter()
-                .map(|d| {
-                    json!({
-                        "name": d.name().to_string_lossy(),
-                        "mount_point": d.mount_point().display().to_string(),
-                        "file_system": d.file_system().to_string_lossy(),
-                        "total_bytes": d.total_space(),
-                        "available_bytes": d.available_space(),
-                        "read_only": d.is_read_only(),
-                    })
-                })
-                .collect::<Vec<_>>()
-                .into()
-        }),
-    );
+
+    let stat = read("cpu_count and boot_time", "/proc/stat").unwrap_or_default();
+    // cpu0, cpu1, …: the "cpu " line is their sum.
+    let cpu_count = stat
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .count();
+    let memory = read("memory", "/proc/meminfo").map_or(Value::Null, |text| {
+        // KiB values, as the kernel writes them ("kB").
+        let kib = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+                .and_then(|v| first_word(v).parse::<u64>().ok())
+                .map(|v| v.saturating_mul(1024))
+        };
+        let field = |key| kib(key).unwrap_or(0);
+        let total = field("MemTotal");
+        // Kernels before 3.14 have no MemAvailable: sysinfo's estimate.
+        let available = kib("MemAvailable").unwrap_or_else(|| {
+            (field("MemFree") + field("Buffers") + field("Cached") + field("SReclaimable"))
+                .saturating_sub(field("Shmem"))
+        });
+        let swap_total = field("SwapTotal");
+        json!({
+            "total_bytes": total,
+            "used_bytes": total.saturating_sub(available),
+            "available_bytes": available,
+            "swap_total_bytes": swap_total,
+            "swap_used_bytes": swap_total.saturating_sub(field("SwapFree")),
+            "cpu_count": cpu_count,
+        })
+    });
+    let boot_time = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime"))
+        .and_then(|v| first_word(v).parse::<u64>().ok())
+        .map_or(Value::Null, Value::from);
+    let kernel_version = read("kernel_version", "/proc/sys/kernel/osrelease")
+        .map_or(Value::Null, |t| t.trim_end_matches('\n').into());
+    let hostname = read("hostname", "/proc/sys/kernel/hostname")
+        .map_or(Value::Null, |t| t.trim_end_matches('\n').into());
+    let os_version = read("os_version", "/etc/os-release").map_or(Value::Null, |text| {
+        let get = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(|v| v.replace('"', ""))
+        };
+        // "Linux (Red Hat Enterprise Linux CoreOS 9.6)", as sysinfo wrote it.
+        match (get("NAME="), get("VERSION_ID=")) {
+            (name, Some(version)) => {
+                format!("Linux ({} {version})", name.as_deref().unwrap_or("unknown"))
+            }
+            (Some(name), None) => format!("Linux ({name})"),
+            (None, None) => "Linux".to_owned(),
+        }
+        .into()
+    });
+    let uptime_seconds = read("uptime", "/proc/uptime")
+        .and_then(|t| t.split('.').next()?.parse::<u64>().ok())
+        .map_or(Value::Null, Value::from);
+    let physical_cores = read("physical_core_count", "/proc/cpuinfo")
+        .map_or(Value::Null, |text| physical_core_count(&text).into());
+    let load_average = read("load_average", "/proc/loadavg").map_or(Value::Null, |text| {
+        let mut loads = text
+            .split_whitespace()
+            .take(3)
+            .map(|v| v.parse::<f64>().unwrap_or(0.0));
+        let mut next = || loads.next().unwrap_or(0.0);
+        json!({"one": next(), "five": next(), "fifteen": next()})
+    });
+    let disks = read("disks", "/proc/mounts").map_or(Value::Null, |text| disks(&text).into());
     json!({
         "source": "live system",
         "collected_root": root,
@@ -119,6 +149,105 @@ fn summary(root: &str, live_root: bool) -> Value {
         "disks": disks,
         "errors": errors,
     })
+}
+
+/// Distinct (core id, physical id) pairs; a processor without them (no
+/// SMT, as on some ARM boards) counts as one core.
+fn physical_core_count(cpuinfo: &str) -> usize {
+    let mut cores: Vec<String> = Vec::new();
+    for block in cpuinfo.split("\n\n") {
+        let get = |key: &str| {
+            block
+                .lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_once(':'))
+                .map_or("", |(_, v)| v.trim())
+        };
+        let (core, package, cpu) = (get("core id"), get("physical id"), get("processor"));
+        let id = if !core.is_empty() && !package.is_empty() {
+            format!("{core} {package}")
+        } else if !cpu.is_empty() {
+            cpu.to_owned()
+        } else {
+            continue;
+        };
+        if !cores.contains(&id) {
+            cores.push(id);
+        }
+    }
+    cores.len()
+}
+
+/// The mounted file systems that hold files, with statvfs's space; pseudo
+/// and network file systems (statvfs on a hard NFS mount can hang) and
+/// what is under /sys, /proc and /run are left out, as sysinfo did.
+fn disks(mounts: &str) -> Vec<Value> {
+    let mut seen: Vec<(&str, String, &str)> = Vec::new();
+    let mut disks = Vec::new();
+    for line in mounts.lines() {
+        let mut fields = line.split_whitespace();
+        let (spec, file, fstype) = (
+            fields.next().unwrap_or_default(),
+            fields.next().unwrap_or_default(),
+            fields.next().unwrap_or_default(),
+        );
+        let file = file
+            .replace("\\134", "\\")
+            .replace("\\040", " ")
+            .replace("\\011", "\t")
+            .replace("\\012", "\n");
+        let pseudo = matches!(
+            fstype,
+            "rootfs"
+                | "sysfs"
+                | "proc"
+                | "devtmpfs"
+                | "cgroup"
+                | "cgroup2"
+                | "pstore"
+                | "squashfs"
+                | "rpc_pipefs"
+                | "iso9660"
+                | "devpts"
+                | "hugetlbfs"
+                | "mqueue"
+                | "tmpfs"
+                | "cifs"
+                | "nfs"
+                | "nfs4"
+                | "autofs"
+        );
+        if pseudo
+            || file.starts_with("/sys")
+            || file.starts_with("/proc")
+            || (file.starts_with("/run") && !file.starts_with("/run/media"))
+            || spec.starts_with("sunrpc")
+        {
+            continue;
+        }
+        let key = (spec, file, fstype);
+        if seen.contains(&key) {
+            continue;
+        }
+        let (total, available, read_only) = match rustix::fs::statvfs(key.1.as_str()) {
+            Ok(st) if st.f_frsize.saturating_mul(st.f_blocks) > 0 => (
+                st.f_frsize.saturating_mul(st.f_blocks),
+                st.f_frsize.saturating_mul(st.f_bavail),
+                st.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY),
+            ),
+            _ => (0, 0, false),
+        };
+        disks.push(json!({
+            "name": spec,
+            "mount_point": key.1,
+            "file_system": fstype,
+            "total_bytes": total,
+            "available_bytes": available,
+            "read_only": read_only,
+        }));
+        seen.push(key);
+    }
+    disks
 }
 
 #[cfg(test)]
@@ -154,5 +283,31 @@ mod tests {
         let status: Value =
             serde_json::from_slice(sink.get("system/rpm-ostree-status.json").unwrap()).unwrap();
         assert_eq!(status["deployments"][0]["booted"], true);
+    }
+
+    #[test]
+    fn counts_cores_and_lists_disks_as_sysinfo_did() {
+        let smt = "processor\t: 0\nphysical id\t: 0\ncore id\t: 0\n\n\
+                   processor\t: 1\nphysical id\t: 0\ncore id\t: 0\n\n\
+                   processor\t: 2\nphysical id\t: 0\ncore id\t: 1\n\n";
+        assert_eq!(physical_core_count(smt), 2);
+        assert_eq!(physical_core_count("processor : 0\n\nprocessor : 1\n"), 2);
+        let disks = disks(
+            "proc /proc proc rw 0 0\ntmpfs /run tmpfs rw 0 0\n/dev/vda4 / xfs rw 0 0\n\
+             /dev/vda4 / xfs rw 0 0\nsrv:/x /mnt nfs4 rw 0 0\n/dev/vdb1 /var/with\\040space ext4 ro 0 0\n",
+        );
+        let points: Vec<&str> = disks
+            .iter()
+            .map(|d| d["mount_point"].as_str().unwrap())
+            .collect();
+        assert_eq!(points, ["/", "/var/with space"]);
+        assert!(disks[0]["total_bytes"].as_u64().unwrap() > 0);
+        assert_eq!(disks[1]["total_bytes"], 0, "not mounted here: no statvfs");
+        let summary = summary("/", true);
+        assert!(summary["load_average"]["one"].is_f64(), "{summary}");
+        assert!(summary["boot_time"].as_u64().unwrap() > 1_000_000_000);
+        assert!(summary["physical_core_count"].as_u64().unwrap() > 0);
+        assert!(summary["kernel_version"].as_str().unwrap().contains('.'));
+        assert_eq!(summary["errors"], json!([]));
     }
 }
