@@ -1,7 +1,7 @@
 //! Name resolution for the HTTP clients, without glibc's NSS: a static glibc
 //! binary cannot load the host's NSS modules (docs/packaging.md), so the
 //! agent reads `/etc/hosts` and `/etc/resolv.conf` itself and asks the name
-//! servers over UDP (TCP when an answer is truncated), as a stub resolver.
+//! servers over UDP (TCP when an answer is truncated), as a resolver library does.
 //!
 //! It does what hickory-resolver, which it replaces (size: docs/packaging.md),
 //! did for reqwest:
