@@ -222,6 +222,42 @@ impl ReadBudget {
     }
 }
 
+/// The time of the last ISO journal stamp read, by its bytes without the
+/// fraction of a second (which `parse_rfc3339` does not count): lines a
+/// second apart or less are not parsed again.
+#[derive(Debug, Clone, Default)]
+struct StampCache {
+    key: Vec<u8>,
+    at: Option<i64>,
+}
+
+impl StampCache {
+    fn at(&mut self, stamp: &[u8]) -> Option<i64> {
+        // `2026-11-22T10:00:00` then `.250000` then the zone.
+        let second = stamp.get(..19)?;
+        let rest = &stamp[19..];
+        let zone = match rest.first() {
+            Some(b'.' | b',') => {
+                let digits = rest[1..].iter().take_while(|b| b.is_ascii_digit()).count();
+                &rest[1 + digits..]
+            }
+            _ => rest,
+        };
+        let same = self.key.len() == second.len() + zone.len()
+            && self.key[..19] == *second
+            && self.key[19..] == *zone;
+        if !same {
+            self.key.clear();
+            self.key.extend_from_slice(second);
+            self.key.extend_from_slice(zone);
+            self.at = std::str::from_utf8(stamp)
+                .ok()
+                .and_then(normalise::parse_rfc3339);
+        }
+        self.at
+    }
+}
+
 /// What becomes of a line of a repeating anchor.
 enum FactLine {
     /// Counted in the hits of its key.
@@ -321,6 +357,8 @@ pub struct Scanner {
     known: Known,
     /// The hits the latest hit was counted in.
     last_hit: Option<usize>,
+    /// The latest journal stamp of a known fact's line, to the second.
+    stamps: StampCache,
     pub(super) document: Vec<u8>,
     pub(super) document_overflow: bool,
     /// Time spent in [`Scanner::feed`], for the manifest's cost figure.
@@ -350,6 +388,7 @@ impl Scanner {
             budget: ReadBudget::new(),
             known: Known::default(),
             last_hit: None,
+            stamps: StampCache::default(),
             document: Vec::new(),
             document_overflow: false,
             busy: std::time::Duration::ZERO,
@@ -594,9 +633,7 @@ impl Scanner {
             None
         };
         let text = std::str::from_utf8(line).ok();
-        let at = std::str::from_utf8(prefix.stamp)
-            .ok()
-            .and_then(normalise::parse_rfc3339);
+        let at = self.stamps.at(prefix.stamp);
         let ident = std::str::from_utf8(prefix.ident).ok();
         let (Some(index), Some(text), Some(at), Some(ident)) = (counted, text, at, ident) else {
             return FactLine::Read(Some((kind, known::key_bytes(key))));
