@@ -421,10 +421,16 @@ impl AnchorFinder {
                 let mut found: Option<Found> = None;
                 for &(anchor, offset, dispatch, index) in &owners[m.pattern().as_usize()] {
                     // Most needles found belong to none of their anchors:
-                    // the byte before the needle rules most owners out
-                    // before a whole comparison.
+                    // the byte before the needle (after it, for an anchor
+                    // that opens with it) rules most owners out before a
+                    // whole comparison.
+                    let probe = if offset > 0 {
+                        offset - 1
+                    } else {
+                        NEEDLE.min(anchor.len() - 1)
+                    };
                     if at >= offset + start_at
-                        && (offset == 0 || block[at - 1] == anchor[offset - 1])
+                        && block.get(at - offset + probe) == Some(&anchor[probe])
                         && block[at - offset..].starts_with(anchor)
                     {
                         let here = Found {

@@ -189,11 +189,15 @@ mod tests {
         assert_eq!(prefix.ident, b"NetworkManager");
         let at = memmem::find(line, b"new lease, address=").unwrap();
         let key = fact_key(Repeating::Lease, line, prefix.message, at).unwrap();
-        assert_eq!(key, b"dhcp4 (br-ex): state changed new lease, address=192.168.111.29");
+        assert_eq!(
+            key,
+            b"dhcp4 (br-ex): state changed new lease, address=192.168.111.29"
+        );
 
         // Not a journal line, or not the rule's shape: read instead.
         assert!(journal_prefix(b"E1122 10:00:00.001365 2345 x.go:1] m").is_none());
-        let odd = b"2026-11-22T10:00:00.011474+0000 m NetworkManager[1]: new lease, address=1.2.3.4";
+        let odd =
+            b"2026-11-22T10:00:00.011474+0000 m NetworkManager[1]: new lease, address=1.2.3.4";
         let prefix = journal_prefix(odd).unwrap();
         let at = memmem::find(odd, b"new lease").unwrap();
         assert!(fact_key(Repeating::Lease, odd, prefix.message, at).is_none());

@@ -785,7 +785,13 @@ impl Scanner {
             } else {
                 0
             };
-            self.read_record(segment.trim_end(), continuations, rules, pending.number, offset);
+            self.read_record(
+                segment.trim_end(),
+                continuations,
+                rules,
+                pending.number,
+                offset,
+            );
         }
         if let (Some((kind, key)), Some(hits)) = (learn, self.last_hit) {
             self.known.learn(kind, key, hits);
