@@ -894,7 +894,7 @@ impl Scanner {
             join_into(&mut joined, head, continuations, " ");
             &joined
         };
-        self.record_hit(signal, evidence_text, at, unit, number, offset);
+        self.record_hit(signal, evidence_text, at, unit.as_deref(), number, offset);
     }
 
     fn unit_failed(&mut self, unit: &str, text: &str, at: Option<i64>, number: u64, offset: u64) {
@@ -914,7 +914,7 @@ impl Scanner {
 
     fn record(&mut self, signal: Signal, text: &str, at: Option<i64>, number: u64, offset: u64) {
         let unit = self.unit.clone();
-        self.record_hit(signal, text, at, unit, number, offset);
+        self.record_hit(signal, text, at, unit.as_deref(), number, offset);
     }
 
     /// Counts a hit; its text is copied only into evidence kept (the first
@@ -924,7 +924,7 @@ impl Scanner {
         signal: Signal,
         text: &str,
         at: Option<i64>,
-        unit: Option<String>,
+        unit: Option<&str>,
         number: u64,
         offset: u64,
     ) {
@@ -948,14 +948,7 @@ impl Scanner {
             None => return,
         };
         self.last_hit = Some(index);
-        count_in(
-            &mut self.hits[index],
-            text,
-            at,
-            unit.as_deref(),
-            number,
-            offset,
-        );
+        count_in(&mut self.hits[index], text, at, unit, number, offset);
     }
 
     /// Flushes the last, unterminated line and the record waiting for its
