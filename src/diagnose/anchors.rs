@@ -106,24 +106,44 @@ impl Found {
     }
 }
 
-/// Anchors of messages a host logs again word for word while nothing
-/// changes (a container's crash-loop back-off at every pod sync, each DHCP
-/// renewal of the same address): a repeat adds nothing, so it is not read.
-const REPEATING_ANCHORS: &[&str] = &["CrashLoopBackOff", "new lease, address="];
+/// The anchors of facts a host logs again and again while nothing changes
+/// (a container's crash-loop back-off at every pod sync, each DHCP renewal
+/// of the same address): a line whose key was read is counted without
+/// being read again (`known.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Repeating {
+    CrashLoop,
+    Lease,
+}
 
-/// Whether anchor `index` is one of [`REPEATING_ANCHORS`].
-pub(super) fn is_repeating(index: usize) -> bool {
-    static REPEATING: OnceLock<Vec<bool>> = OnceLock::new();
+const REPEATING_ANCHORS: &[(&str, Repeating)] = &[
+    ("CrashLoopBackOff", Repeating::CrashLoop),
+    ("new lease, address=", Repeating::Lease),
+];
+
+/// Which [`Repeating`] anchor `index` is, if one.
+pub(super) fn repeating(index: usize) -> Option<Repeating> {
+    static REPEATING: OnceLock<Vec<Option<Repeating>>> = OnceLock::new();
     REPEATING
         .get_or_init(|| {
             anchor_table()
                 .iter()
-                .map(|(a, _)| REPEATING_ANCHORS.contains(a))
+                .map(|(a, _)| {
+                    REPEATING_ANCHORS
+                        .iter()
+                        .find(|(r, _)| r == a)
+                        .map(|&(_, kind)| kind)
+                })
                 .collect()
         })
         .get(index)
         .copied()
-        .unwrap_or(false)
+        .flatten()
+}
+
+/// The rules anchor `index` alone dispatches to.
+pub(super) fn dispatch_of(index: usize) -> Dispatch {
+    anchor_table().get(index).map_or(0, |&(_, d)| d)
 }
 
 /// How many anchors there are (their indexes in [`Found::anchor`]).
@@ -273,6 +293,17 @@ impl AnchorFinder {
         table_needles: &[&[&'static str]],
     ) -> AnchorFinder {
         let mut lists: Vec<(Vec<&'static [u8]>, Owners)> = Vec::new();
+        // Every 4-byte sequence of every anchor, where it first sits, in
+        // the anchors' order: a needle's anchors are looked up, not searched
+        // for in each anchor (this is built at every start of the agent).
+        let mut grams: Vec<(u32, usize, usize)> = Vec::new();
+        for (i, (anchor, _)) in table.iter().enumerate() {
+            for (at, g) in anchor.as_bytes().windows(NEEDLE).enumerate() {
+                grams.push((u32::from_le_bytes([g[0], g[1], g[2], g[3]]), i, at));
+            }
+        }
+        grams.sort_unstable();
+        grams.dedup_by_key(|&mut (gram, i, _)| (gram, i));
         // The needles chosen and grouped offline (`needles.rs`): each
         // anchor belongs to the first needle it holds.
         let mut covered = vec![false; table.len()];
@@ -286,11 +317,13 @@ impl AnchorFinder {
                     owners[p] = original;
                     continue;
                 }
-                for (i, &(anchor, dispatch)) in table.iter().enumerate() {
-                    if covered[i] {
-                        continue;
-                    }
-                    if let Some(at) = memchr::memmem::find(anchor.as_bytes(), needle) {
+                let Ok(word) = <[u8; NEEDLE]>::try_from(*needle).map(u32::from_le_bytes) else {
+                    continue;
+                };
+                let first = grams.partition_point(|&(gram, _, _)| gram < word);
+                for &(_, i, at) in grams[first..].iter().take_while(|&&(g, _, _)| g == word) {
+                    if !covered[i] {
+                        let (anchor, dispatch) = table[i];
                         owners[p].push((anchor.as_bytes(), at, dispatch, i));
                         covered[i] = true;
                     }
@@ -388,10 +421,16 @@ impl AnchorFinder {
                 let mut found: Option<Found> = None;
                 for &(anchor, offset, dispatch, index) in &owners[m.pattern().as_usize()] {
                     // Most needles found belong to none of their anchors:
-                    // the byte before the needle rules most owners out
-                    // before a whole comparison.
+                    // the byte before the needle (after it, for an anchor
+                    // that opens with it) rules most owners out before a
+                    // whole comparison.
+                    let probe = if offset > 0 {
+                        offset - 1
+                    } else {
+                        NEEDLE.min(anchor.len() - 1)
+                    };
                     if at >= offset + start_at
-                        && (offset == 0 || block[at - 1] == anchor[offset - 1])
+                        && block.get(at - offset + probe) == Some(&anchor[probe])
                         && block[at - offset..].starts_with(anchor)
                     {
                         let here = Found {

@@ -33,6 +33,7 @@
 //! - `files.rs`: the host files read whole (resolv.conf against the
 //!   cluster network's routes, `ip addr`, the hostname, rpm-ostree status);
 //! - `normalise.rs`: a line of any shape taken apart ([`parse_line`]);
+//! - `known.rs`: lines of known facts counted without being read again;
 //! - `line.rs`: the text helpers of the rules; `signal.rs`: the vocabulary;
 //! - `corpus.rs`, `tests.rs` (tests only): the real corpus scored, the engine.
 //!
@@ -46,6 +47,7 @@ mod files;
 mod finding;
 mod grams;
 mod host;
+mod known;
 mod line;
 mod machine;
 mod needles;

@@ -84,15 +84,22 @@ pub fn parse(line: &str) -> Parts<'_> {
     }
     // The outer (journal) prefix, then what the program itself printed.
     // A pod log or capnslog line opens with an ISO stamp too: its own.
-    let own_stamp = text.as_bytes().first().is_some_and(u8::is_ascii_digit)
-        && iso_stamp(text).is_some_and(|(_, rest)| {
-            rest.starts_with("stdout ")
-                || rest.starts_with("stderr ")
-                || rest.get(1..4) == Some(" | ")
-        });
+    // Parsed once: most lines the engine reads open with the journal's.
+    let iso = if text.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+        iso_stamp(text)
+    } else {
+        None
+    };
+    let own_stamp = iso.is_some_and(|(_, rest)| {
+        rest.starts_with("stdout ") || rest.starts_with("stderr ") || rest.get(1..4) == Some(" | ")
+    });
+    let journal = match iso {
+        Some((at, rest)) => Some((Stamp::Full(at), rest)),
+        None => journal_stamp(text),
+    };
     if own_stamp {
         // Read by the loop below.
-    } else if let Some((stamp, rest)) = journal_stamp(text) {
+    } else if let Some((stamp, rest)) = journal {
         parts.stamp = Some(stamp);
         let (ident, message) = host_and_ident(rest);
         parts.ident = ident;

@@ -6,11 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use super::anchors::AnchorFinder;
+use super::anchors::{AnchorFinder, Found, Repeating};
 use super::classify::classify_with;
+use super::known::{self, FactKey, Known};
 use super::line;
 use super::normalise::{self, Shape};
-use super::rules::UNIT_EVENT_BIT;
+use super::rules::{Dispatch, UNIT_EVENT_BIT};
 use super::signal::{Category, Nature, Signal};
 use super::{files, node, storage};
 
@@ -35,8 +36,9 @@ const FREE_READS_PER_ANCHOR: u8 = 4;
 const READ_EARN_BYTES: u64 = 16 * 1024;
 /// Reads saved up at most, and a member's starting allowance.
 const READ_BURST: u64 = 1024;
-/// Messages of repeating anchors a member remembers, to know a repeat.
-const REPEATS_KEPT: usize = 64;
+/// What counting a line of a known fact (`known.rs`) costs of the read
+/// budget's credit: a 32nd of a read, about what it costs against a read.
+const KNOWN_COST: u64 = READ_EARN_BYTES / 32;
 /// Largest records summary parsed (it is generated, normally a few KiB).
 const MAX_SUMMARY_BYTES: usize = 4 * 1024 * 1024;
 
@@ -96,11 +98,13 @@ fn unit_of_path(path: &str) -> Option<String> {
 /// The unit a syslog identifier belongs to (`bootkube.sh` runs in
 /// bootkube.service, `release-image-download.sh` in release-image.service).
 fn unit_of_ident(ident: &str) -> String {
-    let ident = ident.trim_end_matches(".sh");
-    match ident {
-        "release-image-download" => "release-image".to_owned(),
-        "approve-csr" => "approve-csr".to_owned(),
-        other => other.to_owned(),
+    unit_name_of_ident(ident).to_owned()
+}
+
+fn unit_name_of_ident(ident: &str) -> &str {
+    match ident.trim_end_matches(".sh") {
+        "release-image-download" => "release-image",
+        other => other,
     }
 }
 
@@ -116,6 +120,12 @@ struct Pending {
     offset: u64,
     /// More continuation lines may follow.
     open: bool,
+    /// The key of a known fact (`known.rs`) the record teaches when read
+    /// alone.
+    fact: Option<(Repeating, Vec<u8>)>,
+    /// The rules of every anchor in the head's line, when the scan found
+    /// them (else 0: searched for in each record).
+    rules: Dispatch,
 }
 
 impl Pending {
@@ -127,6 +137,8 @@ impl Pending {
         self.number = number;
         self.offset = offset;
         self.open = open;
+        self.fact = None;
+        self.rules = 0;
     }
 }
 
@@ -198,40 +210,62 @@ impl ReadBudget {
         self.unread += 1;
         false
     }
-}
 
-/// The messages of repeating anchors ([`anchors::is_repeating`]) a member
-/// saw lately, by a hash of the text from the line's last `]` before the
-/// anchor (where klog's and NetworkManager's own stamps end; else the 48
-/// bytes before it) to the line's end: the time a line carries is not
-/// part of what it says.
-#[derive(Debug, Clone, Default)]
-struct Repeats {
-    seen: Vec<u64>,
-    next: usize,
-}
-
-impl Repeats {
-    /// Whether `line`, its anchor at `anchor_at`, says what a line seen
-    /// lately said; remembers it if not.
-    fn repeated(&mut self, line: &[u8], anchor_at: usize) -> bool {
-        use std::hash::{Hash as _, Hasher as _};
-        let from = memchr::memrchr(b']', &line[..anchor_at])
-            .map_or(anchor_at.saturating_sub(48), |i| i + 1);
-        let mut hasher = std::hash::DefaultHasher::new();
-        line[from..].hash(&mut hasher);
-        let key = hasher.finish();
-        if self.seen.contains(&key) {
+    /// Whether a line of a known fact is counted ([`KNOWN_COST`]).
+    fn allow_known(&mut self) -> bool {
+        if self.credit >= KNOWN_COST {
+            self.credit -= KNOWN_COST;
             return true;
         }
-        if self.seen.len() < REPEATS_KEPT {
-            self.seen.push(key);
-        } else {
-            self.seen[self.next] = key;
-            self.next = (self.next + 1) % REPEATS_KEPT;
-        }
+        self.unread += 1;
         false
     }
+}
+
+/// The time of the last ISO journal stamp read, by its bytes without the
+/// fraction of a second (which `parse_rfc3339` does not count): lines a
+/// second apart or less are not parsed again.
+#[derive(Debug, Clone, Default)]
+struct StampCache {
+    key: Vec<u8>,
+    at: Option<i64>,
+}
+
+impl StampCache {
+    fn at(&mut self, stamp: &[u8]) -> Option<i64> {
+        // `2026-11-22T10:00:00` then `.250000` then the zone.
+        let second = stamp.get(..19)?;
+        let rest = &stamp[19..];
+        let zone = match rest.first() {
+            Some(b'.' | b',') => {
+                let digits = rest[1..].iter().take_while(|b| b.is_ascii_digit()).count();
+                &rest[1 + digits..]
+            }
+            _ => rest,
+        };
+        let same = self.key.len() == second.len() + zone.len()
+            && self.key[..19] == *second
+            && self.key[19..] == *zone;
+        if !same {
+            self.key.clear();
+            self.key.extend_from_slice(second);
+            self.key.extend_from_slice(zone);
+            self.at = std::str::from_utf8(stamp)
+                .ok()
+                .and_then(normalise::parse_rfc3339);
+        }
+        self.at
+    }
+}
+
+/// What becomes of a line of a repeating anchor.
+enum FactLine {
+    /// Counted in the hits of its key.
+    Counted,
+    /// Past the budget.
+    Unread,
+    /// Read as any other; when it holds a key, the key it teaches.
+    Read(Option<(Repeating, Vec<u8>)>),
 }
 
 /// The most hit lines a member of `bytes` bytes has read: every rule's
@@ -319,8 +353,12 @@ pub struct Scanner {
     status_unit: Option<String>,
     /// How many hit lines the rules read.
     budget: ReadBudget,
-    /// Repeating anchors' messages seen lately: a repeat is not read.
-    repeats: Repeats,
+    /// Keys of repeating anchors' facts read, and their hits.
+    known: Known,
+    /// The hits the latest hit was counted in.
+    last_hit: Option<usize>,
+    /// The latest journal stamp of a known fact's line, to the second.
+    stamps: StampCache,
     pub(super) document: Vec<u8>,
     pub(super) document_overflow: bool,
     /// Time spent in [`Scanner::feed`], for the manifest's cost figure.
@@ -348,7 +386,9 @@ impl Scanner {
             pending: Pending::default(),
             status_unit: None,
             budget: ReadBudget::new(),
-            repeats: Repeats::default(),
+            known: Known::default(),
+            last_hit: None,
+            stamps: StampCache::default(),
             document: Vec::new(),
             document_overflow: false,
             busy: std::time::Duration::ZERO,
@@ -463,12 +503,21 @@ impl Scanner {
             return;
         }
         let finder = AnchorFinder::get();
-        self.budget.earn(block.len());
+        // Bytes earn reads as they are scanned (a block may be a whole
+        // member: earned at once, most would be lost to the cap).
+        let mut earned = 0usize;
         // `self.lines` counts the lines that end before `block[counted]`.
         let mut counted = 0usize;
         let mut pos = self.continue_pending(block, 0, &mut counted);
+        // The next anchor, when looking past a line found it already: where
+        // that search started, and what it found.
+        let mut ahead: Option<(usize, Option<Found>)> = None;
         while pos < block.len() {
-            let Some(found) = finder.find_with(block, pos) else {
+            let found = match ahead.take() {
+                Some((from, next)) if from <= pos && next.is_none_or(|f| f.start >= pos) => next,
+                _ => finder.find_with(block, pos),
+            };
+            let Some(found) = found else {
                 break;
             };
             let anchor_at = found.start;
@@ -476,14 +525,40 @@ impl Scanner {
             let end =
                 memchr::memchr(b'\n', &block[anchor_at..]).map_or(block.len(), |i| anchor_at + i);
             self.lines += memchr::memchr_iter(b'\n', &block[counted..start]).count() as u64;
-            let repeat = super::anchors::is_repeating(found.anchor)
-                && self.repeats.repeated(&block[start..end], anchor_at - start);
-            if repeat || !self.budget.allow(found.anchor) {
+            self.budget.earn(end.saturating_sub(earned));
+            earned = end;
+            let mut fact = None;
+            // The rules of every anchor in the line, found by the search
+            // going on through it (the next line's anchor is kept): the
+            // rules its records are put to, not searched for again.
+            let mut line_rules = None;
+            if let Some(kind) = super::anchors::repeating(found.anchor) {
+                let (rules, next) = line_anchors(finder, block, found, end);
+                ahead = Some(next);
+                line_rules = Some(rules);
+                let alone = rules == super::anchors::dispatch_of(found.anchor);
+                let place = (self.lines + 1, base + start as u64);
+                match self.fact_line(kind, block, (start, end), anchor_at, alone, place) {
+                    FactLine::Read(key) => fact = key,
+                    FactLine::Counted | FactLine::Unread => {
+                        self.lines += 1;
+                        counted = (end + 1).min(block.len());
+                        pos = counted;
+                        continue;
+                    }
+                }
+            }
+            if !self.budget.allow(found.anchor) {
                 self.lines += 1;
                 counted = (end + 1).min(block.len());
                 pos = counted;
                 continue;
             }
+            let rules = line_rules.unwrap_or_else(|| {
+                let (rules, next) = line_anchors(finder, block, found, end);
+                ahead = Some(next);
+                rules
+            });
             let line = &block[start..end];
             // A very long line: the rules read the part around the match.
             let window = if line.len() <= MAX_LINE {
@@ -501,17 +576,85 @@ impl Scanner {
                     .extend_from_slice(&prev[..prev.len().min(MAX_LINE)]);
             }
             self.open_pending(window, self.lines + 1, base + start as u64);
+            if self.pending.active && self.pending.number == self.lines + 1 {
+                self.pending.fact = fact;
+                self.pending.rules = rules;
+            }
             self.lines += 1;
             counted = (end + 1).min(block.len());
             pos = self.continue_pending(block, counted, &mut counted);
         }
         self.lines += memchr::memchr_iter(b'\n', &block[counted..]).count() as u64;
+        self.budget.earn(block.len().saturating_sub(earned));
         // The last line, for a wrapped message continued in the next block.
         let body = block.strip_suffix(b"\n").unwrap_or(block);
         let last_start = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
         self.prev_line.clear();
         self.prev_line
             .extend_from_slice(&body[last_start..body.len().min(last_start + MAX_LINE)]);
+    }
+
+    /// A line of a repeating anchor (`block[start..end]`, the anchor at
+    /// `anchor_at`, alone in the line or not; `place`: its number and
+    /// stream offset): counted in the hits of its key when a line of that
+    /// key was read and reading this one could not say otherwise (a
+    /// journal line, not too long, no other anchor, the next line not its
+    /// continuation); else read, teaching its key when it has one.
+    fn fact_line(
+        &mut self,
+        kind: Repeating,
+        block: &[u8],
+        (start, end): (usize, usize),
+        anchor_at: usize,
+        alone: bool,
+        (number, offset): (u64, u64),
+    ) -> FactLine {
+        let line = &block[start..end];
+        if !alone || line.len() > MAX_LINE {
+            return FactLine::Read(None);
+        }
+        let Some(prefix) = known::journal_prefix(line) else {
+            return FactLine::Read(None);
+        };
+        let Some(key) = known::fact_key(kind, line, prefix.message, anchor_at - start) else {
+            return FactLine::Read(None);
+        };
+        let key = FactKey {
+            ident: prefix.ident,
+            key,
+        };
+        // The next line opens with its own stamp: it continues nothing.
+        let next_is_record = block
+            .get(end + 1..)
+            .is_some_and(normalise::starts_with_iso_stamp);
+        let counted = if next_is_record {
+            self.known.hits_of(kind, key)
+        } else {
+            None
+        };
+        let text = std::str::from_utf8(line).ok();
+        let at = self.stamps.at(prefix.stamp);
+        let ident = std::str::from_utf8(prefix.ident).ok();
+        let (Some(index), Some(text), Some(at), Some(ident)) = (counted, text, at, ident) else {
+            return FactLine::Read(Some((kind, known::key_bytes(key))));
+        };
+        if !self.budget.allow_known() {
+            return FactLine::Unread;
+        }
+        self.last_at = Some(at);
+        let unit = self
+            .unit
+            .as_deref()
+            .unwrap_or_else(|| unit_name_of_ident(ident));
+        count_in(
+            &mut self.hits[index],
+            text,
+            Some(at),
+            Some(unit),
+            number,
+            offset,
+        );
+        FactLine::Counted
     }
 
     /// Offers the lines of `block` from `pos` to the pending line as its
@@ -550,9 +693,7 @@ impl Scanner {
         }
         self.budget.earn(line.len() + 1);
         if let Some(found) = AnchorFinder::get().find_with(line, 0) {
-            let repeat = super::anchors::is_repeating(found.anchor)
-                && self.repeats.repeated(line, found.start);
-            if !repeat && self.budget.allow(found.anchor) {
+            if self.budget.allow(found.anchor) {
                 self.open_pending(line, number, offset);
             }
         }
@@ -623,9 +764,15 @@ impl Scanner {
         self.pending.active = false;
         // Taken out while its record is read (the rules borrow the scanner),
         // put back after: its buffers are reused.
-        let pending = std::mem::take(&mut self.pending);
+        let mut pending = std::mem::take(&mut self.pending);
         let head = pending.head.as_str();
         let cuts = normalise::run_together(head);
+        // A record of a known fact's key, read alone, teaches it.
+        let learn = pending
+            .fact
+            .take()
+            .filter(|_| cuts.is_empty() && pending.continuations.is_empty());
+        self.last_hit = None;
         let mut from = 0;
         for (i, &cut) in cuts.iter().chain(std::iter::once(&head.len())).enumerate() {
             let segment = &head[from..cut];
@@ -633,7 +780,21 @@ impl Scanner {
             let last = i == cuts.len();
             let continuations: &[String] = if last { &pending.continuations } else { &[] };
             let offset = pending.offset + (segment.as_ptr() as u64 - head.as_ptr() as u64);
-            self.read_record(segment.trim_end(), continuations, pending.number, offset);
+            let rules = if continuations.is_empty() {
+                pending.rules
+            } else {
+                0
+            };
+            self.read_record(
+                segment.trim_end(),
+                continuations,
+                rules,
+                pending.number,
+                offset,
+            );
+        }
+        if let (Some((kind, key)), Some(hits)) = (learn, self.last_hit) {
+            self.known.learn(kind, key, hits);
         }
         self.pending = pending;
     }
@@ -641,7 +802,14 @@ impl Scanner {
     /// One record: taken apart, put to the rules its anchors name (joined
     /// with its continuations by a space, then without one: a terminal
     /// breaks words), its signal recorded.
-    fn read_record(&mut self, head: &str, continuations: &[String], number: u64, offset: u64) {
+    fn read_record(
+        &mut self,
+        head: &str,
+        continuations: &[String],
+        line_rules: Dispatch,
+        number: u64,
+        offset: u64,
+    ) {
         let parts = normalise::parse(head);
         if let Some(at) = parts.at {
             self.last_at = Some(at);
@@ -673,7 +841,14 @@ impl Scanner {
             join_into(&mut joined, parts.message, continuations, " ");
             &joined
         };
-        let dispatch = finder.dispatch(message.as_bytes(), 0);
+        // The line's rules are those of its message and maybe more (an
+        // anchor in its prefix, another record run together on the line):
+        // a rule asked without its anchor answers nothing.
+        let dispatch = if line_rules != 0 {
+            line_rules
+        } else {
+            finder.dispatch(message.as_bytes(), 0)
+        };
         if dispatch == 0 {
             return;
         }
@@ -719,7 +894,7 @@ impl Scanner {
             join_into(&mut joined, head, continuations, " ");
             &joined
         };
-        self.record_hit(signal, evidence_text, at, unit, number, offset);
+        self.record_hit(signal, evidence_text, at, unit.as_deref(), number, offset);
     }
 
     fn unit_failed(&mut self, unit: &str, text: &str, at: Option<i64>, number: u64, offset: u64) {
@@ -739,7 +914,7 @@ impl Scanner {
 
     fn record(&mut self, signal: Signal, text: &str, at: Option<i64>, number: u64, offset: u64) {
         let unit = self.unit.clone();
-        self.record_hit(signal, text, at, unit, number, offset);
+        self.record_hit(signal, text, at, unit.as_deref(), number, offset);
     }
 
     /// Counts a hit; its text is copied only into evidence kept (the first
@@ -749,7 +924,7 @@ impl Scanner {
         signal: Signal,
         text: &str,
         at: Option<i64>,
-        unit: Option<String>,
+        unit: Option<&str>,
         number: u64,
         offset: u64,
     ) {
@@ -772,30 +947,8 @@ impl Scanner {
             }
             None => return,
         };
-        let hits = &mut self.hits[index];
-        hits.count += 1;
-        hits.first_at = hits.first_at.or(at);
-        hits.last_at = at.or(hits.last_at);
-        hits.last_problem_line = number;
-        // Keep the first ones and the latest (its slot reused).
-        if hits.evidence.len() < EVIDENCE_PER_KEY {
-            hits.evidence.push(RawEvidence {
-                line: number,
-                offset,
-                text: line::shorten(text.trim_end(), MAX_EVIDENCE_CHARS),
-                at,
-                unit,
-            });
-        } else {
-            let slot = &mut hits.evidence[EVIDENCE_PER_KEY - 1];
-            slot.line = number;
-            slot.offset = offset;
-            line::shorten_into(text.trim_end(), MAX_EVIDENCE_CHARS, &mut slot.text);
-            slot.at = at;
-            if slot.unit != unit {
-                slot.unit = unit;
-            }
-        }
+        self.last_hit = Some(index);
+        count_in(&mut self.hits[index], text, at, unit, number, offset);
     }
 
     /// Flushes the last, unterminated line and the record waiting for its
@@ -815,5 +968,63 @@ impl Scanner {
     /// Lines of the whole stream (a partial last line counts).
     pub(super) fn total_lines(&self) -> u64 {
         self.lines
+    }
+}
+
+/// The rules of every anchor in the line of `found` (it ends at `end`),
+/// and the search for the next anchor after the line, to go on with: where
+/// it started and what it found.
+fn line_anchors(
+    finder: &AnchorFinder,
+    block: &[u8],
+    found: Found,
+    end: usize,
+) -> (Dispatch, (usize, Option<Found>)) {
+    let mut rules = found.dispatch;
+    let mut from = found.start + 1;
+    loop {
+        let next = finder.find_with(block, from);
+        match next {
+            Some(f) if f.start < end => {
+                rules |= f.dispatch;
+                from = f.start + 1;
+            }
+            _ => return (rules, (from, next)),
+        }
+    }
+}
+
+/// Counts a hit of one signal: its text is copied only into evidence kept
+/// (the first lines of a signal, and a reused slot for its latest).
+fn count_in(
+    hits: &mut Hits,
+    text: &str,
+    at: Option<i64>,
+    unit: Option<&str>,
+    number: u64,
+    offset: u64,
+) {
+    hits.count += 1;
+    hits.first_at = hits.first_at.or(at);
+    hits.last_at = at.or(hits.last_at);
+    hits.last_problem_line = number;
+    // Keep the first ones and the latest (its slot reused).
+    if hits.evidence.len() < EVIDENCE_PER_KEY {
+        hits.evidence.push(RawEvidence {
+            line: number,
+            offset,
+            text: line::shorten(text.trim_end(), MAX_EVIDENCE_CHARS),
+            at,
+            unit: unit.map(str::to_owned),
+        });
+    } else {
+        let slot = &mut hits.evidence[EVIDENCE_PER_KEY - 1];
+        slot.line = number;
+        slot.offset = offset;
+        line::shorten_into(text.trim_end(), MAX_EVIDENCE_CHARS, &mut slot.text);
+        slot.at = at;
+        if slot.unit.as_deref() != unit {
+            slot.unit = unit.map(str::to_owned);
+        }
     }
 }
