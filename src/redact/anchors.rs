@@ -12,7 +12,8 @@
 //! is exactly a case-insensitive match: a line with none of the words costs
 //! the vector scan and nothing else. (Slim Teddy, 8 buckets and 32 bytes a
 //! step, was measured on journals: the candidates of shared buckets cost
-//! more to verify than the wider step saves: more instructions, not fewer.)
+//! more to verify than the wider step saves: more instructions, not fewer
+//! (docs/benchmarks.md, section 10, 2026-11-28).)
 
 use std::sync::OnceLock;
 
