@@ -40,8 +40,8 @@ const MAX_DENSE_ENTRIES: usize = 512 * 1024;
 /// of the filter and two bits in it (the filter is blocked: one load per
 /// sample); the second gives an entry's fingerprint.
 const MULTIPLIERS: [u64; 2] = [0x9E37_79B9_7F4A_7C15, 0x1656_67B1_9E37_79F9];
-/// Filter bits per window: with two bits in one word, a few samples of
-/// ordinary text in a thousand pass the filter to a lookup.
+/// Filter bits per window: with two bits in one word, about 1 sample of
+/// journal text in 1,000 passes the filter to a lookup (docs/benchmarks.md).
 const BITS_PER_WINDOW: usize = 32;
 /// Filter size bounds: a few cache lines, and 1 MiB (past 260,000 windows
 /// more samples pass, each to a directory lookup).
