@@ -160,7 +160,7 @@ impl Intake {
             );
             return;
         };
-        follow.lines += memchr::memchr_iter(b'\n', data).count() as u64;
+        follow.lines += super::chunks::count_newlines(data);
         let total = follow.held.len() + data.len();
         if total <= 2 * CURSOR_HOLD {
             follow.held.extend_from_slice(data);

@@ -10,7 +10,10 @@
 //! nibbles in one bucket; the case variants of a prefix differ only in a high
 //! nibble (0x20), so each prefix gets a bucket of its own and the bucket test
 //! is exactly a case-insensitive match: a line with none of the words costs
-//! the vector scan and nothing else.
+//! the vector scan and nothing else. (Slim Teddy, 8 buckets and 32 bytes a
+//! step, was measured on journals: the candidates of shared buckets cost
+//! more to verify than the wider step saves: more instructions, not fewer
+//! (docs/benchmarks.md, section 10, 2026-11-28).)
 
 use std::sync::OnceLock;
 

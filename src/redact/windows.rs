@@ -7,7 +7,8 @@
 //! holds, at some sampled position, a window of the set whole (the Chinese
 //! remainder theorem picks it), and every fragment that long is found.
 //! Usually the stride is 1 and a sample is taken every 12 bytes, at the
-//! cost of two multiplies and two bit tests (a Bloom filter) per sample.
+//! cost of one multiply and one test of two bits in one word (a blocked
+//! Bloom filter) per sample, in a loop that reads each sampled window once.
 //! Past a few hundred thousand windows (a pull secret of hundreds of
 //! auths) the stride grows and the step shrinks: memory stays ~8 bytes
 //! per window kept, and the cost moves to the sampling.
@@ -35,18 +36,15 @@ const _: () = {
 /// Windows kept before a sparser layout is chosen: 4 MiB of entries.
 const MAX_DENSE_ENTRIES: usize = 512 * 1024;
 
-/// Multiplicative hashing: the top bits of each product index the filter;
-/// the third gives an entry's fingerprint.
-const MULTIPLIERS: [u64; 3] = [
-    0x9E37_79B9_7F4A_7C15,
-    0xC2B2_AE3D_27D4_EB4F,
-    0x1656_67B1_9E37_79F9,
-];
-/// Filter bits per window: with two hashes, about 1 sample of ordinary
-/// text in 250 passes the filter to a lookup.
+/// Multiplicative hashing: the top bits of the first product pick a word
+/// of the filter and two bits in it (the filter is blocked: one load per
+/// sample); the second gives an entry's fingerprint.
+const MULTIPLIERS: [u64; 2] = [0x9E37_79B9_7F4A_7C15, 0x1656_67B1_9E37_79F9];
+/// Filter bits per window: with two bits in one word, about 1 sample of
+/// journal text in 1,000 passes the filter to a lookup (docs/benchmarks.md).
 const BITS_PER_WINDOW: usize = 32;
 /// Filter size bounds: a few cache lines, and 1 MiB (past 260,000 windows
-/// more samples pass, ~1 % at 450,000: each costs a directory lookup).
+/// more samples pass, each to a directory lookup).
 const MIN_BITS: usize = 1 << 12;
 const MAX_BITS: usize = 1 << 23;
 /// Entries per directory bucket, on average.
@@ -67,7 +65,8 @@ pub(super) const CONTINUATION: usize = 64;
 pub(super) struct WindowSet {
     /// Two bits per window (a Bloom filter): almost every sample stops here.
     filter: Vec<u64>,
-    /// Right shift of the product that leaves the filter's bit index.
+    /// Right shift of the product that leaves the filter's bit index (its
+    /// word and a first bit; the 6 bits below give the second bit).
     shift: u32,
     /// While the set is built: each window's fingerprint (high half) and
     /// its position in the concatenation of all forms (low half).
@@ -108,7 +107,8 @@ impl Default for WindowSet {
 /// The window at the start of `window`, case-folded: `A`..`Z` and their
 /// lower-case letters (and a few symbols) read the same. Hex is matched in
 /// either case; the rest is checked exactly after a hit.
-#[inline]
+#[inline(always)] // the sampling loop's, at opt-level "z"
+#[allow(clippy::inline_always)]
 pub(super) fn fold(window: &[u8]) -> u64 {
     u64::from_le_bytes(window[..WINDOW].try_into().expect("WINDOW bytes")) | 0x2020_2020_2020_2020
 }
@@ -169,10 +169,8 @@ impl WindowSet {
 
     /// Adds a window (its folded key) found at `at` of the concatenation.
     pub(super) fn insert(&mut self, key: u64, at: u32) {
-        for multiplier in &MULTIPLIERS[..2] {
-            let h = hash(key, *multiplier, self.shift);
-            self.filter[h >> 6] |= 1 << (h & 63);
-        }
+        let (word, bits) = filter_bits(key, self.shift);
+        self.filter[word] |= bits;
         self.building
             .push(u64::from(fingerprint(key)) << 32 | u64::from(at));
     }
@@ -275,56 +273,92 @@ impl WindowSet {
         if self.positions.is_empty() {
             return;
         }
+        let mut candidates = |pos: usize, k: u64| {
+            let fp = fingerprint(k);
+            let bucket = self.bucket_of(fp);
+            let tag = self.tag_of(fp);
+            let mut i = self.directory[bucket] as usize;
+            let to = self.directory[bucket + 1] as usize;
+            while i < to {
+                if self.tags[i] != tag {
+                    i += 1;
+                    continue;
+                }
+                let group = self
+                    .shared
+                    .binary_search_by_key(&i, |&(start, _)| start as usize);
+                let Ok(group) = group else {
+                    found(pos, self.positions[i]);
+                    i += 1;
+                    continue;
+                };
+                let end = self.shared[group].1 as usize;
+                let rest = &buf[pos + WINDOW..];
+                let next = i + self.positions[i..end]
+                    .partition_point(|&at| order(at, rest) == std::cmp::Ordering::Less);
+                for j in next.saturating_sub(1).max(i)..(next + 1).min(end) {
+                    found(pos, self.positions[j]);
+                }
+                i = end;
+            }
+        };
+        let (filter, shift) = (self.filter.as_slice(), self.shift);
+        // The usual layout: the window at the start of each STEP bytes, each
+        // read once, a multiply and one filter word per sample; a last
+        // window that fits in the remainder too.
+        if self.step == STEP {
+            let mut pos = 0;
+            let mut blocks = buf.chunks_exact(STEP);
+            for block in &mut blocks {
+                let k = fold(block);
+                if may_pass(filter, shift, k) {
+                    candidates(pos, k);
+                }
+                pos += STEP;
+            }
+            if blocks.remainder().len() >= WINDOW {
+                let k = fold(blocks.remainder());
+                if may_pass(filter, shift, k) {
+                    candidates(pos, k);
+                }
+            }
+            return;
+        }
         let mut pos = 0;
         while pos + WINDOW <= buf.len() {
             let k = fold(&buf[pos..]);
-            if self.may_hold(k) {
-                let fp = fingerprint(k);
-                let bucket = self.bucket_of(fp);
-                let tag = self.tag_of(fp);
-                let mut i = self.directory[bucket] as usize;
-                let to = self.directory[bucket + 1] as usize;
-                while i < to {
-                    if self.tags[i] != tag {
-                        i += 1;
-                        continue;
-                    }
-                    let group = self
-                        .shared
-                        .binary_search_by_key(&i, |&(start, _)| start as usize);
-                    let Ok(group) = group else {
-                        found(pos, self.positions[i]);
-                        i += 1;
-                        continue;
-                    };
-                    let end = self.shared[group].1 as usize;
-                    let rest = &buf[pos + WINDOW..];
-                    let next = i + self.positions[i..end]
-                        .partition_point(|&at| order(at, rest) == std::cmp::Ordering::Less);
-                    for j in next.saturating_sub(1).max(i)..(next + 1).min(end) {
-                        found(pos, self.positions[j]);
-                    }
-                    i = end;
-                }
+            if may_pass(filter, shift, k) {
+                candidates(pos, k);
             }
             pos += self.step;
         }
     }
-
-    fn may_hold(&self, k: u64) -> bool {
-        MULTIPLIERS[..2].iter().all(|&multiplier| {
-            let h = hash(k, multiplier, self.shift);
-            self.filter[h >> 6] & (1 << (h & 63)) != 0
-        })
-    }
 }
 
-fn hash(key: u64, multiplier: u64, shift: u32) -> usize {
-    usize::try_from(key.wrapping_mul(multiplier) >> shift).expect("shift leaves at most 32 bits")
+/// The filter word of a folded window and its two bits there: the top bits
+/// of one product (`shift` leaves the word and the first bit's index), the
+/// 6 bits below them the second bit.
+fn filter_bits(key: u64, shift: u32) -> (usize, u64) {
+    let product = key.wrapping_mul(MULTIPLIERS[0]);
+    let h = product >> shift;
+    let second = (product >> (shift - 6)) & 63;
+    let word = usize::try_from(h >> 6).expect("shift leaves at most 17 bits");
+    (word, 1 << (h & 63) | 1 << second)
+}
+
+/// Whether both of a folded window's bits ([`filter_bits`]) are set: the
+/// test every sample makes, inlined into the sampling loop.
+#[inline(always)] // at opt-level "z" a call per sample
+#[allow(clippy::inline_always)]
+fn may_pass(filter: &[u64], shift: u32, key: u64) -> bool {
+    let product = key.wrapping_mul(MULTIPLIERS[0]);
+    let h = product >> shift;
+    let word = filter[usize::try_from(h >> 6).expect("shift leaves at most 17 bits")];
+    (word >> (h & 63)) & (word >> ((product >> (shift - 6)) & 63)) & 1 != 0
 }
 
 fn fingerprint(key: u64) -> u32 {
-    high(key.wrapping_mul(MULTIPLIERS[2]))
+    high(key.wrapping_mul(MULTIPLIERS[1]))
 }
 
 /// An entry's fingerprint.

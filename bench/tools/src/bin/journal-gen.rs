@@ -508,6 +508,10 @@ struct Busy {
     /// from, its last sync's until a list succeeds (client-go
     /// tools/cache/reflector.go relistResourceVersion).
     list_rvs: std::collections::HashMap<(&'static str, &'static str), u64>,
+    /// A crio request logged by its first line (`Stopping container: …`),
+    /// whose last line (`Stopped container …`) comes next: the line in full
+    /// but for its time.
+    crio_pending: Option<String>,
 }
 
 struct EventSeries {
@@ -557,6 +561,7 @@ impl Busy {
             req_at: 0,
             events: (0..pools.pods.len()).map(|_| None).collect(),
             list_rvs: std::collections::HashMap::new(),
+            crio_pending: None,
         }
     }
 
@@ -911,18 +916,40 @@ fn busy_background(
         }
         71..=75 => {
             prefix(out, clock, "crio[1876]");
-            write!(
-                out,
-                "time=\"2026-11-22 {}\" level=info msg=\"{} container {}: {}/{}/{}\" id={} name=/runtime.v1.RuntimeService/{}Container",
-                &clock.iso()[11..26],
-                ["Stopped", "Removed"][rng.usize(..2)],
-                pick(rng, &pools.containers),
-                pod.namespace,
-                pod.name,
-                pick(rng, CONTAINERS),
-                pick(rng, &pools.requests),
-                ["Stop", "Remove"][rng.usize(..2)]
-            )
+            let _ = write!(out, "time=\"2026-11-22 {}\" ", &clock.iso()[11..26]);
+            // A StopContainer or RemoveContainer call logs a line as it
+            // starts and one as it ends (cri-o server/container_stop.go,
+            // container_remove.go), both of one container: its ID and its
+            // description `ns/pod/name` (the focus's); both carry the call's
+            // request ID, a new UUID per call (internal/log/interceptors/
+            // interceptors.go, addRequestID). Timeout: the kubelet passes
+            // the pod's grace period, 30 s by default.
+            if let Some(last) = busy.crio_pending.take() {
+                out.push_str(&last);
+                Ok(())
+            } else {
+                let cid = &pools.containers[focus.cid];
+                let id = uuid(rng);
+                let (start, end, method) = if rng.bool() {
+                    (
+                        format!("Stopping container: {cid} (timeout: 30s)"),
+                        "Stopped",
+                        "Stop",
+                    )
+                } else {
+                    (format!("Removing container: {cid}"), "Removed", "Remove")
+                };
+                busy.crio_pending = Some(format!(
+                    "level=info msg=\"{end} container {cid}: {}/{}/{}\" id={id} name=/runtime.v1.RuntimeService/{method}Container",
+                    pod.namespace,
+                    pod.name,
+                    CONTAINERS[focus.container]
+                ));
+                write!(
+                    out,
+                    "level=info msg=\"{start}\" id={id} name=/runtime.v1.RuntimeService/{method}Container"
+                )
+            }
         }
         76..=82 => {
             busy.ovs_seq += 1;
