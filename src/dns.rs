@@ -39,8 +39,17 @@ const AAAA: u16 = 28;
 
 /// The resolver every HTTP client of the agent uses
 /// (`ClientBuilder::dns_resolver`).
-pub(crate) fn resolver() -> Arc<SystemResolver> {
+fn resolver() -> Arc<SystemResolver> {
     Arc::new(SystemResolver)
+}
+
+/// The start of every HTTP client of the agent: reqwest's builder with this
+/// resolver. clippy.toml forbids `reqwest::Client::builder` elsewhere: a
+/// client built without it would fall back to glibc's lookup, which a
+/// static binary cannot do on the host.
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().dns_resolver(resolver())
 }
 
 #[derive(Debug)]

@@ -24,9 +24,8 @@ pub(crate) struct HealthProbe {
 impl HealthProbe {
     pub(crate) fn new(url: Url) -> anyhow::Result<Self> {
         // kubelet's healthz is on loopback: a configured proxy must not see it.
-        let http = reqwest::Client::builder()
+        let http = crate::dns::client_builder()
             .no_proxy()
-            .dns_resolver(crate::dns::resolver())
             .timeout(PROBE_TIMEOUT)
             .build()?;
         Ok(Self { http, url })

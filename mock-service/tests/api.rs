@@ -40,6 +40,7 @@ struct Env {
 }
 
 impl Env {
+    #[allow(clippy::disallowed_methods)] // the mock on loopback, by address: no name to resolve
     async fn start(seed: Value, configure: impl FnOnce(&mut MockConfig)) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let seed: Seed = serde_json::from_value(seed).unwrap();

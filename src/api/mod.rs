@@ -234,7 +234,7 @@ pub(crate) struct Client {
 
 impl Client {
     pub(crate) fn new(settings: &ClientSettings) -> anyhow::Result<Self> {
-        let mut builder = reqwest::Client::builder()
+        let mut builder = crate::dns::client_builder()
             .use_rustls_tls()
             .user_agent(concat!(
                 "assisted-boot-reporter/",
@@ -248,9 +248,7 @@ impl Client {
             .redirect(reqwest::redirect::Policy::none())
             // reqwest's own NO_PROXY follows curl, not Go: the configured
             // settings replace it (crate::proxy).
-            .no_proxy()
-            // Without glibc's NSS (static binary): src/dns.rs.
-            .dns_resolver(crate::dns::resolver());
+            .no_proxy();
         if let Some(proxy) = settings.proxy.to_reqwest() {
             builder = builder.proxy(proxy);
         }

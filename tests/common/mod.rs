@@ -167,6 +167,7 @@ pub async fn start_mock_at(
     MockServer::start(addr, config).await.expect("mock starts")
 }
 
+#[allow(clippy::disallowed_methods)] // the mock on loopback, by address: no name to resolve
 pub fn http() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(10))

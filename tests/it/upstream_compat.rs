@@ -137,6 +137,7 @@ async fn start(mode: Mode) -> Mock {
     start_with(mode, false, &seed()).await
 }
 
+#[allow(clippy::disallowed_methods)] // the mock on loopback, by address: no name to resolve
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(20))

@@ -147,6 +147,7 @@ async fn timed(kind: &'static str, req: reqwest::RequestBuilder, result: &mut Ag
     ok
 }
 
+#[allow(clippy::disallowed_methods)] // the mock on loopback, by address: no name to resolve
 async fn agent(
     base: Arc<str>,
     host: Host,
