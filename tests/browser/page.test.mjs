@@ -18,6 +18,23 @@ const ARTIFACTS = join(repo, "tests/browser/artifacts");
 const NEW_STAGE = "Booted with local ignition";
 const RED = "rgb(201, 25, 11)";
 
+// The page re-renders on live updates, so two boxes read one after the other
+// can straddle a render (a detached element has no box). Both are read in one
+// task of the page instead, retried a bounded number of times.
+async function boxes(page, selectors) {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const found = await page.evaluate((sels) => sels.map((sel) => {
+      const el = document.querySelector(sel);
+      if (!el) return null;
+      const r = el.getBoundingClientRect();
+      return r.width > 0 || r.height > 0 ? { x: r.x, y: r.y, width: r.width, height: r.height } : null;
+    }), selectors);
+    if (found.every(Boolean)) return found;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`no box for ${selectors.join(", ")} after 50 tries`);
+}
+
 describe("mock service page during an agent run", { timeout: 240000 }, () => {
   let dir;
   let mock;
@@ -145,7 +162,7 @@ describe("mock service page during an agent run", { timeout: 240000 }, () => {
     await card().scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(ARTIFACTS, "ui-mid-install-full.png"), fullPage: true });
     // From the top to the end of the records timeline: what the README shows.
-    const box = await browser.locator(".failures").boundingBox();
+    const [box] = await boxes(page, ["section.browser .failures"]);
     const scroll = await page.evaluate(() => window.scrollY);
     const clip = { x: 0, y: 0, width: 1440, height: Math.ceil(box.y + scroll + box.height + 24) };
     await page.screenshot({ path: join(ARTIFACTS, "ui-mid-install.png"), fullPage: true, clip });
@@ -166,15 +183,15 @@ describe("mock service page during an agent run", { timeout: 240000 }, () => {
     // Above the records timeline.
     const timeline = browser.locator('.tl[aria-label="Bootstrap service records timeline"]');
     await timeline.waitFor();
-    assert.ok((await findings.boundingBox()).y < (await timeline.boundingBox()).y);
+    const [above, below] = await boxes(page, ["section.browser section.findings", 'section.browser .tl[aria-label="Bootstrap service records timeline"]']);
+    assert.ok(above.y < below.y);
     // One finding for the cause, its evidence from both units and the record.
     const links = await first.locator("button.evidence-link").evaluateAll((els) => els.map((e) => e.dataset.path));
     for (const p of ["journal/units/release-image.log", "journal/units/bootkube.log", "records/bootkube.json"]) {
       assert.ok(links.includes(p), links.join(", "));
     }
     await findings.scrollIntoViewIfNeeded();
-    const box = await timeline.boundingBox();
-    const top = await findings.boundingBox();
+    const [top, box] = await boxes(page, ["section.browser section.findings", 'section.browser .tl[aria-label="Bootstrap service records timeline"]']);
     const scroll = await page.evaluate(() => window.scrollY);
     const clip = { x: 0, y: Math.max(0, top.y + scroll - 120), width: 1440, height: Math.ceil(box.y - top.y + box.height + 160) };
     await page.screenshot({ path: join(ARTIFACTS, "ui-diagnosis.png"), fullPage: true, clip });
