@@ -97,7 +97,10 @@ impl Engine {
                 });
             }
         }
-        windows.finish(|at, out| continuation(&forms, at, out));
+        windows.finish(
+            |at, out| continuation(&forms, at, out),
+            |at, out| precedent(&forms, at, out),
+        );
         // A DFA: it is walked over every byte shipped; past MAX_DFA_BYTES
         // the contiguous NFA keeps the memory flat.
         let short = (!patterns.is_empty()).then(|| {
@@ -170,6 +173,10 @@ pub(super) fn literal_forms(engine: &Engine, buf: &[u8], found: &mut Vec<Span>) 
     // The form last written out, for the hits that follow in it.
     let mut written: (usize, Vec<u8>) = (usize::MAX, Vec::new());
     let mut window = Vec::new();
+    // Runs too short to keep, through the same sample: a window that
+    // repeats in a form is checked at two places for the run's end and
+    // two for its start, so a fragment may be the union of two of them.
+    let mut short_runs: Option<(usize, Span)> = None;
     let order = |at: u32, rest: &[u8]| {
         let mut form = Vec::with_capacity(windows::CONTINUATION);
         continuation(&engine.forms, at, &mut form);
@@ -178,6 +185,35 @@ pub(super) fn literal_forms(engine: &Engine, buf: &[u8], found: &mut Vec<Span>) 
             .take(windows::CONTINUATION)
             .map(|&b| canonical(b));
         form.iter().copied().cmp(content)
+    };
+    let order_back = |at: u32, before: &[u8]| {
+        let mut form = Vec::with_capacity(windows::CONTINUATION);
+        precedent(&engine.forms, at, &mut form);
+        let content = before
+            .iter()
+            .rev()
+            .take(windows::CONTINUATION)
+            .map(|&b| canonical(b));
+        form.iter().copied().cmp(content)
+    };
+    let mut keep_short = |pos: usize, run: Option<Span>, found: &mut Vec<Span>| {
+        if let Some((at, span)) = short_runs {
+            if at != pos || run.is_none() {
+                if span.end - span.start >= MIN_FRAGMENT {
+                    found.push(span);
+                }
+                short_runs = None;
+            }
+        }
+        if let Some(run) = run {
+            short_runs = Some(match short_runs {
+                Some((_, span)) => (
+                    pos,
+                    Span::new(span.start.min(run.start), span.end.max(run.end)),
+                ),
+                None => (pos, run),
+            });
+        }
     };
     engine.windows.for_each_candidate(
         buf,
@@ -215,22 +251,26 @@ pub(super) fn literal_forms(engine: &Engine, buf: &[u8], found: &mut Vec<Span>) 
             recent[next_slot] = (id, origin, run.end);
             next_slot = (next_slot + 1) % recent.len();
             let len = run.form_end - run.form_start;
-            if len == form.len || len >= MIN_FRAGMENT {
-                let span = Span::new(run.start, run.end);
-                wrapped_pieces(
-                    buf,
-                    &span,
-                    bytes,
-                    form.encoding,
-                    run.form_start,
-                    run.form_end,
-                    found,
-                );
-                found.push(span);
+            if len != form.len && len < MIN_FRAGMENT {
+                keep_short(pos, Some(Span::new(run.start, run.end)), found);
+                return;
             }
+            let span = Span::new(run.start, run.end);
+            wrapped_pieces(
+                buf,
+                &span,
+                bytes,
+                form.encoding,
+                run.form_start,
+                run.form_end,
+                found,
+            );
+            found.push(span);
         },
         order,
+        order_back,
     );
+    keep_short(usize::MAX, None, found);
 }
 
 /// What follows the window at `at` of the concatenation in its form, up to
@@ -243,6 +283,19 @@ fn continuation(forms: &Forms, at: u32, out: &mut Vec<u8>) {
         offset + WINDOW + windows::CONTINUATION,
         out,
     );
+    for b in out.iter_mut() {
+        *b = canonical(*b);
+    }
+}
+
+/// What precedes the window at `at` of the concatenation in its form, up
+/// to [`windows::CONTINUATION`] bytes, read backwards, [`canonical`].
+fn precedent(forms: &Forms, at: u32, out: &mut Vec<u8>) {
+    let (id, offset) = forms.locate(at);
+    forms
+        .get(id)
+        .write(offset.saturating_sub(windows::CONTINUATION), offset, out);
+    out.reverse();
     for b in out.iter_mut() {
         *b = canonical(*b);
     }
@@ -490,6 +543,34 @@ mod tests {
                     (text.clone(), 0),
                     "lead {lead}, from {from}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_fragment_of_a_secret_that_repeats_a_window_is_found() {
+        // A window more than MAX_SHARED places share: a run of one
+        // character, a short period. Found by fuzzing: 20 `t`s of a secret
+        // opening with 48, between bytes that sort above every letter.
+        for secret in [
+            format!("{}AgbcdefghijklmnobqrstuvtttttttBAAAA", "t".repeat(48)),
+            format!("{}Q7x", "ab".repeat(40)),
+            format!("{}{}", distinct_secret(15, 3), "z".repeat(60)),
+        ] {
+            let r = Redactor::new([secret.as_str()]);
+            for lead in 0..=2 * windows::STEP {
+                for from in 0..=secret.len() - MIN_FRAGMENT {
+                    for (before, after) in [(" ", " "), ("\u{ff}", "\u{ff}"), ("!", "~")] {
+                        let fragment = &secret[from..from + MIN_FRAGMENT];
+                        let text = format!("{}{before}{fragment}{after}o\n", "x".repeat(lead));
+                        let (out, _) = redact(&r, &text);
+                        assert_no_run(
+                            out.as_bytes(),
+                            secret.as_bytes(),
+                            &format!("lead {lead}, from {from}, {before:?}"),
+                        );
+                    }
+                }
             }
         }
     }

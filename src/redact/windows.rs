@@ -51,15 +51,27 @@ const MAX_BITS: usize = 1 << 23;
 const BUCKET: usize = 8;
 /// Most forms a sample's window is checked against one by one. A window
 /// more forms share is common to that many secrets (the base64 of one user
-/// name in each of its robots' auths): its forms are sorted by what follows
-/// the window in each, and a sample checks only the two whose continuation
-/// is nearest the content's (the one it continues, if any). Otherwise a
-/// sample there would extend a run in each of thousands of forms, and push
-/// as many spans. Above the few forms one secret shares a window between
-/// (literal, URL-encoded, JSON-escaped, `user:password` and the password).
+/// name in each of its robots' auths) or repeats in one (a run of one
+/// character): its places are sorted by what follows the window in each,
+/// and again by what precedes it, and a sample checks only the two nearest
+/// the content's in each order (the one it continues, if any): together
+/// they reach as far each way as any place would. Otherwise a sample there
+/// would extend a run in each of thousands of forms, and push as many
+/// spans. Above the few forms one secret shares a window between (literal,
+/// URL-encoded, JSON-escaped, `user:password` and the password).
 const MAX_SHARED: usize = 16;
-/// Bytes of a continuation compared.
+/// Bytes of a continuation (or of what precedes a window) compared.
 pub(super) const CONTINUATION: usize = 64;
+
+/// The places of a window shared by more than [`MAX_SHARED`] forms:
+/// `start..end` of the sorted entries, in order of continuation, and where
+/// the same places start in [`WindowSet::by_precedent`].
+#[derive(Debug, Clone, Copy)]
+struct SharedWindow {
+    start: u32,
+    end: u32,
+    by_precedent: u32,
+}
 
 #[derive(Debug)]
 pub(super) struct WindowSet {
@@ -79,9 +91,12 @@ pub(super) struct WindowSet {
     /// Where the windows whose fingerprint starts with each `dir_bits`
     /// bits start (and, last, the end).
     directory: Vec<u32>,
-    /// `start..end` of each window shared by more than [`MAX_SHARED`]
-    /// forms, sorted by continuation.
-    shared: Vec<(u32, u32)>,
+    /// Each window shared by more than [`MAX_SHARED`] forms, its entries
+    /// sorted by continuation.
+    shared: Vec<SharedWindow>,
+    /// The positions of each shared window's entries again, sorted by what
+    /// precedes the window (read backwards).
+    by_precedent: Vec<u32>,
     dir_bits: u32,
     step: usize,
     stride: usize,
@@ -97,6 +112,7 @@ impl Default for WindowSet {
             positions: Vec::new(),
             directory: Vec::new(),
             shared: Vec::new(),
+            by_precedent: Vec::new(),
             dir_bits: 0,
             step: LAYOUTS[0].0,
             stride: LAYOUTS[0].1,
@@ -161,6 +177,7 @@ impl WindowSet {
             positions: Vec::new(),
             directory: Vec::new(),
             shared: Vec::new(),
+            by_precedent: Vec::new(),
             dir_bits: 0,
             step,
             stride,
@@ -178,8 +195,13 @@ impl WindowSet {
     /// Sorts the windows, a window shared by more than [`MAX_SHARED`] forms
     /// by what follows it in each (`continuation(at, out)` writes that of
     /// the window at `at`, compared as [`WindowSet::for_each_candidate`]'s
-    /// `order` compares content), and indexes them by fingerprint.
-    pub(super) fn finish(&mut self, continuation: impl Fn(u32, &mut Vec<u8>)) {
+    /// `order` compares content) and again by what precedes it (`precedent`,
+    /// read backwards from the window), and indexes them by fingerprint.
+    pub(super) fn finish(
+        &mut self,
+        continuation: impl Fn(u32, &mut Vec<u8>),
+        precedent: impl Fn(u32, &mut Vec<u8>),
+    ) {
         let mut entries = std::mem::take(&mut self.building);
         entries.sort_unstable();
         let mut i = 0;
@@ -187,19 +209,30 @@ impl WindowSet {
             let fp = high(entries[i]);
             let same = entries[i..].iter().take_while(|&&e| high(e) == fp).count();
             if same > MAX_SHARED {
-                entries[i..i + same].sort_by_cached_key(|&e| {
-                    let mut bytes = Vec::with_capacity(CONTINUATION);
-                    continuation(low(e), &mut bytes);
-                    bytes
+                let sorted_by = |context: &dyn Fn(u32, &mut Vec<u8>)| {
+                    let mut places: Vec<u64> = entries[i..i + same].to_vec();
+                    places.sort_by_cached_key(|&e| {
+                        let mut bytes = Vec::with_capacity(CONTINUATION);
+                        context(low(e), &mut bytes);
+                        bytes
+                    });
+                    places
+                };
+                let by_precedent = sorted_by(&precedent);
+                let by_continuation = sorted_by(&continuation);
+                entries[i..i + same].copy_from_slice(&by_continuation);
+                self.shared.push(SharedWindow {
+                    start: u32::try_from(i).expect("fewer than 4G windows"),
+                    end: u32::try_from(i + same).expect("fewer than 4G windows"),
+                    by_precedent: u32::try_from(self.by_precedent.len())
+                        .expect("fewer than 4G windows"),
                 });
-                self.shared.push((
-                    u32::try_from(i).expect("fewer than 4G windows"),
-                    u32::try_from(i + same).expect("fewer than 4G windows"),
-                ));
+                self.by_precedent.extend(by_precedent.into_iter().map(low));
             }
             i += same;
         }
         self.shared.shrink_to_fit();
+        self.by_precedent.shrink_to_fit();
         let n = entries.len();
         self.dir_bits = (n / BUCKET).max(1).ilog2().min(24);
         let buckets = 1usize << self.dir_bits;
@@ -256,6 +289,8 @@ impl WindowSet {
             + self.tags.capacity()
             + self.positions.capacity() * 4
             + self.directory.capacity() * 4
+            + self.shared.capacity() * std::mem::size_of::<SharedWindow>()
+            + self.by_precedent.capacity() * 4
     }
 
     /// Calls `found(pos, at)` for every sampled position `pos` of `buf`
@@ -263,12 +298,17 @@ impl WindowSet {
     /// at `at` of the concatenation of all forms (the caller checks). Of a
     /// window many forms share, only those two whose continuation `order`
     /// (comparing the one at `at` with the content after the window) puts
-    /// around the content's.
+    /// around the content's, and those two whose precedent `order_back`
+    /// (comparing what precedes the one at `at` with the content before
+    /// `pos`) puts around the content's: a run of a form through the
+    /// sample reaches no further forwards than the first pair's runs, nor
+    /// further backwards than the second's.
     pub(super) fn for_each_candidate(
         &self,
         buf: &[u8],
         mut found: impl FnMut(usize, u32),
         order: impl Fn(u32, &[u8]) -> std::cmp::Ordering,
+        order_back: impl Fn(u32, &[u8]) -> std::cmp::Ordering,
     ) {
         if self.positions.is_empty() {
             return;
@@ -286,18 +326,30 @@ impl WindowSet {
                 }
                 let group = self
                     .shared
-                    .binary_search_by_key(&i, |&(start, _)| start as usize);
+                    .binary_search_by_key(&i, |shared| shared.start as usize);
                 let Ok(group) = group else {
                     found(pos, self.positions[i]);
                     i += 1;
                     continue;
                 };
-                let end = self.shared[group].1 as usize;
-                let rest = &buf[pos + WINDOW..];
-                let next = i + self.positions[i..end]
-                    .partition_point(|&at| order(at, rest) == std::cmp::Ordering::Less);
-                for j in next.saturating_sub(1).max(i)..(next + 1).min(end) {
-                    found(pos, self.positions[j]);
+                let shared = self.shared[group];
+                let end = shared.end as usize;
+                let nearest =
+                    |places: &[u32],
+                     content: &[u8],
+                     order: &dyn Fn(u32, &[u8]) -> std::cmp::Ordering| {
+                        let next = places
+                            .partition_point(|&at| order(at, content) == std::cmp::Ordering::Less);
+                        next.saturating_sub(1)..(next + 1).min(places.len())
+                    };
+                let places = &self.positions[i..end];
+                for j in nearest(places, &buf[pos + WINDOW..], &order) {
+                    found(pos, places[j]);
+                }
+                let from = shared.by_precedent as usize;
+                let places = &self.by_precedent[from..from + (end - i)];
+                for j in nearest(places, &buf[..pos], &order_back) {
+                    found(pos, places[j]);
                 }
                 i = end;
             }
@@ -386,7 +438,7 @@ mod tests {
                 set.insert(fold(&bytes[at..]), u32::try_from(1000 * i + at).unwrap());
             }
         }
-        set.finish(|_, _| {});
+        set.finish(|_, _| {}, |_, _| {});
         set
     }
 
@@ -401,6 +453,7 @@ mod tests {
                     hits.push((form, offset, pos));
                 }
             },
+            |_, _| std::cmp::Ordering::Less,
             |_, _| std::cmp::Ordering::Less,
         );
         hits
@@ -442,10 +495,15 @@ mod tests {
         let set = set_of(&forms, 12, 1);
         let mut found = Vec::new();
         let order = |_, _: &[u8]| std::cmp::Ordering::Less;
-        set.for_each_candidate(b"0123456789", |pos, at| found.push((pos, at)), order);
+        set.for_each_candidate(b"0123456789", |pos, at| found.push((pos, at)), order, order);
         assert_eq!(found, vec![(0, 0), (0, 1002)]);
         let mut found = Vec::new();
-        set.for_each_candidate(b"456789AbCdEf", |pos, at| found.push((pos, at)), order);
+        set.for_each_candidate(
+            b"456789AbCdEf",
+            |pos, at| found.push((pos, at)),
+            order,
+            order,
+        );
         assert_eq!(found, vec![(0, 4), (0, 1006)]);
         assert_eq!(hits(&WindowSet::default(), &forms, b"0123456789"), vec![]);
         assert_eq!(hits(&set, &forms, b"short"), vec![]);
