@@ -319,6 +319,7 @@ impl Reporter {
                 } else {
                     jittered(self.config.upload_interval.min(UNREACHED_RETRY))
                 };
+                tracing::debug!("next cycle in {} ms", wait.as_millis());
                 next_cycle = Instant::now() + wait;
             }
             if Instant::now() >= next_kubelet {
