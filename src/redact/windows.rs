@@ -43,6 +43,14 @@ const MULTIPLIERS: [u64; 2] = [0x9E37_79B9_7F4A_7C15, 0x1656_67B1_9E37_79F9];
 /// Filter bits per window: with two bits in one word, about 1 sample of
 /// journal text in 1,000 passes the filter to a lookup (docs/benchmarks.md).
 const BITS_PER_WINDOW: usize = 32;
+/// A filter this small stays in the core's cache beside the compressor's
+/// tables; a larger one makes every sample wait on memory, which costs more
+/// than the lookups that fewer bits let through. So a set of a few auths
+/// (72,000 windows: 14 bits each, 1 sample in 100 passing) keeps its filter
+/// at this size; one that would have fewer than [`MIN_CACHED_BITS_PER_WINDOW`]
+/// bits a window in it is sized as before (docs/benchmarks.md, section 10).
+const CACHED_BITS: usize = 1 << 20;
+const MIN_CACHED_BITS_PER_WINDOW: usize = 8;
 /// Filter size bounds: a few cache lines, and 1 MiB (past 260,000 windows
 /// more samples pass, each to a directory lookup).
 const MIN_BITS: usize = 1 << 12;
@@ -167,6 +175,9 @@ impl WindowSet {
         let mut bits = (capacity * BITS_PER_WINDOW).next_power_of_two();
         if bits > 1 << 22 && bits / 2 >= capacity * BITS_PER_WINDOW * 3 / 4 {
             bits /= 2;
+        }
+        if capacity * MIN_CACHED_BITS_PER_WINDOW <= CACHED_BITS {
+            bits = bits.min(CACHED_BITS);
         }
         let bits = bits.clamp(MIN_BITS, MAX_BITS);
         WindowSet {
@@ -524,6 +535,21 @@ mod tests {
                 assert_eq!(found[0].2 - found[0].1, lead);
             }
         }
+    }
+
+    #[test]
+    fn the_filter_stays_cache_sized_while_it_keeps_enough_bits_a_window() {
+        let bytes = |windows| WindowSet::with_capacity(windows, STEP, 1).filter.len() * 8;
+        assert_eq!(bytes(1000), 4 << 10);
+        // A realistic pull secret's forms: held to 128 KiB, 14 bits each.
+        assert_eq!(bytes(72_022), 128 << 10);
+        assert_eq!(bytes(CACHED_BITS / MIN_CACHED_BITS_PER_WINDOW), 128 << 10);
+        // Past that, as many bits as before: the filter no longer fits.
+        assert_eq!(
+            bytes(CACHED_BITS / MIN_CACHED_BITS_PER_WINDOW + 1),
+            512 << 10
+        );
+        assert_eq!(bytes(571_184), 1 << 20);
     }
 
     #[test]
