@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::anchors::{AnchorFinder, Found, Repeating};
+use super::anchors::{AnchorFinder, Found, Memo, Repeating};
 use super::classify::classify_with;
 use super::known::{self, FactKey, Known};
 use super::line;
@@ -512,10 +512,11 @@ impl Scanner {
         // The next anchor, when looking past a line found it already: where
         // that search started, and what it found.
         let mut ahead: Option<(usize, Option<Found>)> = None;
+        let mut memo = Memo::default();
         while pos < block.len() {
             let found = match ahead.take() {
                 Some((from, next)) if from <= pos && next.is_none_or(|f| f.start >= pos) => next,
-                _ => finder.find_with(block, pos),
+                _ => finder.find_memo(block, pos, &mut memo),
             };
             let Some(found) = found else {
                 break;
@@ -533,7 +534,7 @@ impl Scanner {
             // rules its records are put to, not searched for again.
             let mut line_rules = None;
             if let Some(kind) = super::anchors::repeating(found.anchor) {
-                let (rules, next) = line_anchors(finder, block, found, end);
+                let (rules, next) = line_anchors(finder, block, found, end, &mut memo);
                 ahead = Some(next);
                 line_rules = Some(rules);
                 let alone = rules == super::anchors::dispatch_of(found.anchor);
@@ -555,7 +556,7 @@ impl Scanner {
                 continue;
             }
             let rules = line_rules.unwrap_or_else(|| {
-                let (rules, next) = line_anchors(finder, block, found, end);
+                let (rules, next) = line_anchors(finder, block, found, end, &mut memo);
                 ahead = Some(next);
                 rules
             });
@@ -979,11 +980,12 @@ fn line_anchors(
     block: &[u8],
     found: Found,
     end: usize,
+    memo: &mut Memo,
 ) -> (Dispatch, (usize, Option<Found>)) {
     let mut rules = found.dispatch;
     let mut from = found.start + 1;
     loop {
-        let next = finder.find_with(block, from);
+        let next = finder.find_memo(block, from, memo);
         match next {
             Some(f) if f.start < end => {
                 rules |= f.dispatch;
