@@ -73,7 +73,7 @@ pub(super) fn anchors() -> &'static AhoCorasick {
 pub(super) struct AnchorFinder {
     /// Each searcher with, for each of its needles (pattern id), the
     /// anchors holding it, where, and the rules each dispatches to.
-    searchers: Vec<(aho_corasick::packed::Searcher, Owners)>,
+    searchers: Vec<(aho_corasick::packed::Searcher, Vec<Vec<Owner>>)>,
     /// No Teddy on this CPU: the automaton searches instead.
     fallback: bool,
 }
@@ -81,6 +81,40 @@ pub(super) struct AnchorFinder {
 /// For each needle: the anchors holding it (bytes, where the needle sits
 /// in it, its rules, its index in the anchor table).
 type Owners = Vec<Vec<(&'static [u8], usize, Dispatch, usize)>>;
+
+/// An anchor holding a needle, as the search checks it: most needles
+/// found belong to none of their anchors, and two of the anchor's bytes
+/// around the needle (`probes`: where in the anchor, which byte) rule most
+/// owners out before a whole comparison.
+#[derive(Debug, Clone, Copy)]
+struct Owner {
+    anchor: &'static [u8],
+    /// Where the needle sits in the anchor.
+    offset: usize,
+    dispatch: Dispatch,
+    index: usize,
+    probes: [(usize, u8); 2],
+}
+
+impl Owner {
+    fn new((anchor, offset, dispatch, index): (&'static [u8], usize, Dispatch, usize)) -> Owner {
+        let last = anchor.len() - 1;
+        // The byte before the needle (after it, for an anchor that opens
+        // with it), then the one on its other side (or an end).
+        let (first, second) = if offset > 0 {
+            (offset - 1, (offset + NEEDLE).min(last))
+        } else {
+            (NEEDLE.min(last), last)
+        };
+        Owner {
+            anchor,
+            offset,
+            dispatch,
+            index,
+            probes: [(first, anchor[first]), (second, anchor[second])],
+        }
+    }
+}
 
 /// An anchor found: where it starts, the rules of every anchor starting
 /// there, and which anchor (the first in the table's order).
@@ -382,7 +416,13 @@ impl AnchorFinder {
                 .extend(&needles)
                 .build();
             match built {
-                Some(searcher) => searchers.push((searcher, owners)),
+                Some(searcher) => searchers.push((
+                    searcher,
+                    owners
+                        .into_iter()
+                        .map(|held| held.into_iter().map(Owner::new).collect())
+                        .collect(),
+                )),
                 None => {
                     return AnchorFinder {
                         searchers: Vec::new(),
@@ -478,24 +518,20 @@ impl AnchorFinder {
                 };
                 let at = m.start();
                 let mut found: Option<Found> = None;
-                for &(anchor, offset, dispatch, index) in &owners[m.pattern().as_usize()] {
-                    // Most needles found belong to none of their anchors:
-                    // the byte before the needle (after it, for an anchor
-                    // that opens with it) rules most owners out before a
-                    // whole comparison.
-                    let probe = if offset > 0 {
-                        offset - 1
-                    } else {
-                        NEEDLE.min(anchor.len() - 1)
+                for owner in &owners[m.pattern().as_usize()] {
+                    let Some(start) = at.checked_sub(owner.offset).filter(|&s| s >= start_at)
+                    else {
+                        continue;
                     };
-                    if at >= offset + start_at
-                        && block.get(at - offset + probe) == Some(&anchor[probe])
-                        && block[at - offset..].starts_with(anchor)
-                    {
+                    let Some(window) = block.get(start..start + owner.anchor.len()) else {
+                        continue;
+                    };
+                    let [(p, byte), (q, other)] = owner.probes;
+                    if window[p] == byte && window[q] == other && window == owner.anchor {
                         let here = Found {
-                            start: at - offset,
-                            dispatch,
-                            anchor: index,
+                            start,
+                            dispatch: owner.dispatch,
+                            anchor: owner.index,
                         };
                         found = Some(Found::first(found, here));
                     }
