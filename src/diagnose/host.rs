@@ -11,7 +11,7 @@
 //! `already in use in the network by host`) and the kernel's IPv6 DAD; and
 //! the address each DHCP lease gave (a fact the engine compares).
 
-use super::line::{after, token_until};
+use super::line::{after, after_lit, has, token_until};
 use super::signal::{Category, Nature, Signal};
 
 /// Node names no cluster accepts.
@@ -20,7 +20,7 @@ const LOCAL_NAMES: &[&str] = &["localhost", "localhost.localdomain", "localhost6
 /// `waiting for non-localhost hostname to be assigned`, a node called
 /// localhost, a node name that is taken.
 pub(super) fn hostname(msg: &str) -> Option<Signal> {
-    if msg.contains("non-localhost hostname") {
+    if has!(msg, "non-localhost hostname") {
         return Some(Signal::new(
             Category::Hostname,
             "localhost",
@@ -28,11 +28,11 @@ pub(super) fn hostname(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    if msg.contains("duplicate node name")
-        || (msg.contains("a Node with name") && msg.contains("already exists"))
+    if has!(msg, "duplicate node name")
+        || (has!(msg, "a Node with name") && has!(msg, "already exists"))
     {
         let name =
-            after(msg, "a Node with name \"").map_or("this node", |r| token_until(r, &['"']));
+            after_lit!(msg, "a Node with name \"").map_or("this node", |r| token_until(r, &['"']));
         return Some(Signal::new(
             Category::Hostname,
             name,
@@ -40,9 +40,9 @@ pub(super) fn hostname(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
-    if msg.contains("is not allowed to modify node") {
-        let node = after(msg, "not allowed to modify node \"")
-            .or_else(|| after(msg, "not allowed to modify node "))
+    if has!(msg, "is not allowed to modify node") {
+        let node = after_lit!(msg, "not allowed to modify node \"")
+            .or_else(|| after_lit!(msg, "not allowed to modify node "))
             .map_or("this node", |r| token_until(r, &['"', ' ', '\\']));
         return Some(Signal::new(
             Category::Hostname,
@@ -51,7 +51,7 @@ pub(super) fn hostname(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
-    if let Some(rest) = after(msg, "Hostname [") {
+    if let Some(rest) = after_lit!(msg, "Hostname [") {
         let name = token_until(rest, &[']']);
         return Some(Signal::new(
             Category::Hostname,
@@ -100,8 +100,8 @@ pub(super) fn ip_changed(msg: &str) -> Option<Signal> {
         "failed to find local ID in cluster members",
         "unmatched member while checking PeerURLs",
     ];
-    if let Some(rest) = after(msg, "listen tcp ") {
-        if msg.contains("cannot assign requested address") {
+    if let Some(rest) = after_lit!(msg, "listen tcp ") {
+        if has!(msg, "cannot assign requested address") {
             let addr = token_until(rest, &[':', ' ']);
             let addr = addr.trim_start_matches('[').trim_end_matches(']');
             return Some(Signal::new(
@@ -123,7 +123,7 @@ pub(super) fn ip_changed(msg: &str) -> Option<Signal> {
         ));
     }
     // x509: certificate is valid for 10.96.0.1, 10.4.36.13, not 10.4.20.67
-    if let Some(rest) = after(msg, "certificate is valid for ") {
+    if let Some(rest) = after_lit!(msg, "certificate is valid for ") {
         let (names, asked) = rest.split_once(", not ")?;
         let asked = token_until(asked, &['"', ' ', ',', ')']);
         let all_ips = |t: &str| !t.is_empty() && t.parse::<std::net::IpAddr>().is_ok();
@@ -190,7 +190,7 @@ const VRRP_FOREIGN: &[&str] = &[
 fn vrrp_collision(msg: &str, what: &str) -> Signal {
     // `(VI_1) …` / `VRRP_Instance(VI_1) …` names the instance; the drop
     // line does not, so one key for all: they are one collision.
-    let instance = after(msg, "(")
+    let instance = after_lit!(msg, "(")
         .map(|r| token_until(r, &[')']))
         .filter(|i| !i.is_empty() && !i.contains(' '))
         .map_or_else(String::new, |i| format!(" {i}"));
@@ -211,7 +211,7 @@ fn vrrp_collision(msg: &str, what: &str) -> Signal {
 /// discovery inventory's address with the same NetworkManager line).
 /// Key: `dhcp4 ens3 192.168.122.10`.
 pub(super) fn lease(msg: &str) -> Option<Signal> {
-    let rest = after(msg, "new lease, address=")?;
+    let rest = after_lit!(msg, "new lease, address=")?;
     let address = token_until(rest, &[',', ' ', '"', '\\']);
     address.parse::<std::net::IpAddr>().ok()?;
     let head = &msg[..msg.find("state changed new lease")?];

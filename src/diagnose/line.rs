@@ -2,6 +2,32 @@
 //! Everything here works on any text: the fuzz target `diagnose` drives
 //! the rules with arbitrary input.
 
+/// Whether `text` holds the literal `pattern`. The searcher (memchr's
+/// `memmem`) is built once per call site: `str::contains` builds one at
+/// every call, most of what a rule's check costs on a short line.
+macro_rules! has {
+    ($text:expr, $pattern:literal) => {{
+        static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new($pattern));
+        let text: &str = $text;
+        FINDER.find(text.as_bytes()).is_some()
+    }};
+}
+pub(crate) use has;
+
+/// [`after`] for a literal `pattern`, its searcher built once per call site.
+macro_rules! after_lit {
+    ($text:expr, $pattern:literal) => {{
+        static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new($pattern));
+        let text: &str = $text;
+        FINDER
+            .find(text.as_bytes())
+            .map(|i| &text[i + $pattern.len()..])
+    }};
+}
+pub(crate) use after_lit;
+
 /// The text right after the first `pattern`.
 pub(crate) fn after<'a>(text: &'a str, pattern: &str) -> Option<&'a str> {
     text.find(pattern).map(|i| &text[i + pattern.len()..])
@@ -9,10 +35,15 @@ pub(crate) fn after<'a>(text: &'a str, pattern: &str) -> Option<&'a str> {
 
 /// The leading run of `text` up to (not including) any of `stops`.
 pub(crate) fn token_until<'a>(text: &'a str, stops: &[char]) -> &'a str {
-    let end = text
-        .find(|c: char| stops.contains(&c))
-        .unwrap_or(text.len());
-    &text[..end]
+    // ASCII stops (all the rules use): a byte loop, each stop a character
+    // boundary, instead of decoding every character.
+    let end = if stops.iter().all(char::is_ascii) {
+        text.bytes()
+            .position(|b| b.is_ascii() && stops.contains(&char::from(b)))
+    } else {
+        text.find(|c: char| stops.contains(&c))
+    };
+    &text[..end.unwrap_or(text.len())]
 }
 
 /// The host of the first `https://` or `http://` URL in `text`.

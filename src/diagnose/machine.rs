@@ -13,7 +13,7 @@
 //! manifests`, `unable to decode asset`), openshift-install's
 //! `failed to load asset "Install Config"`, Ignition's config version check.
 
-use super::line::{after, shorten, token_until};
+use super::line::{after, after_lit, has, shorten, token_until};
 use super::signal::{Category, Nature, Signal};
 
 /// The host's OS cannot become the release's.
@@ -28,7 +28,7 @@ pub(super) fn os_image(msg: &str) -> Option<Signal> {
         "ostree-prepare-root",
         "composefs",
     ];
-    if let Some(rest) = after(msg, "expected target osImageURL ") {
+    if let Some(rest) = after_lit!(msg, "expected target osImageURL ") {
         let want = token_until(rest.trim_start_matches(['"', '\\']), &['"', '\\', ',']);
         return Some(Signal::new(
             Category::OsImageMismatch,
@@ -53,7 +53,7 @@ pub(super) fn os_image(msg: &str) -> Option<Signal> {
     .any(|w| msg.contains(w));
     // rpm-ostree too old for layering falls back to an update via the
     // container, which is fine when that works: not a failure by itself.
-    let forced = msg.contains("forcing an update");
+    let forced = has!(msg, "forcing an update");
     if let Some(what) = TOO_OLD
         .iter()
         .find(|w| msg.contains(*w))
@@ -73,7 +73,7 @@ pub(super) fn os_image(msg: &str) -> Option<Signal> {
     }
     // Ignition older than the config it is given: the boot image predates
     // the release.
-    if msg.contains("unsupported config version") || msg.contains("config version not supported") {
+    if has!(msg, "unsupported config version") || has!(msg, "config version not supported") {
         return Some(Signal::new(
             Category::OsImageMismatch,
             "boot image",
@@ -108,10 +108,9 @@ pub(super) fn daemon(msg: &str) -> Option<Signal> {
     // signature MissingMC): a lister's or the API's NotFound, apimachinery
     // `pkg/api/errors/errors.go` `%s %q not found`, e.g.
     // `machineconfig.machineconfiguration.openshift.io "rendered-master-…" not found`.
-    if let Some(rest) = after(msg, ".machineconfiguration.openshift.io ") {
+    if let Some(rest) = after_lit!(msg, ".machineconfiguration.openshift.io ") {
         let name = token_until(rest.trim_start_matches(['"', '\\']), &['"', '\\', ' ']);
-        if name.starts_with("rendered-")
-            && after(rest, name).is_some_and(|r| r.contains("not found"))
+        if name.starts_with("rendered-") && after(rest, name).is_some_and(|r| has!(r, "not found"))
         {
             return Some(Signal::new(
                 Category::MachineConfig,
@@ -147,10 +146,10 @@ pub(super) fn daemon(msg: &str) -> Option<Signal> {
 /// OSTreeCommitMismatch and MissingOSTreePivot). Key: `target URL` or
 /// `booted URL` (`booted -` for none).
 pub(super) fn os_target(msg: &str) -> Option<Signal> {
-    let (role, rest) = if let Some(rest) = after(msg, "Booted osImageURL: ") {
+    let (role, rest) = if let Some(rest) = after_lit!(msg, "Booted osImageURL: ") {
         ("booted", rest)
-    } else if msg.contains("Executing ") {
-        ("target", after(msg, "rebase to ")?)
+    } else if has!(msg, "Executing ") {
+        ("target", after_lit!(msg, "rebase to ")?)
     } else {
         return None;
     };

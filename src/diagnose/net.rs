@@ -4,7 +4,7 @@
 //! connection refused`, `proxyconnect tcp: …`), curl's, Ignition's fetch log
 //! and NetworkManager's and the kernel drivers' carrier messages.
 
-use super::line::{after, registry_host, token_until, url_host};
+use super::line::{after_lit, has, registry_host, token_until, url_host};
 use super::signal::{Category, Nature, Signal};
 
 /// The Go/glibc wording of a failed lookup, and how the summary says it.
@@ -46,7 +46,7 @@ fn go_lookup(rest: &str) -> Option<Signal> {
     if host.is_empty() || !(tail.starts_with(':') || tail.starts_with(" on ")) {
         return None;
     }
-    let server = after(tail, " on ").map(|s| {
+    let server = after_lit!(tail, " on ").map(|s| {
         // `192.168.122.1:53: …` or `[fd00::1]:53: …`
         let end = s.find(": ").unwrap_or(s.len());
         &s[..end]
@@ -65,7 +65,7 @@ fn go_lookup(rest: &str) -> Option<Signal> {
 
 /// The other programs' wordings of a failed lookup.
 fn dns_wordings(msg: &str) -> Option<Signal> {
-    if msg.contains("no servers could be reached") {
+    if has!(msg, "no servers could be reached") {
         return Some(Signal::new(
             Category::DnsResolution,
             "nameservers",
@@ -73,7 +73,7 @@ fn dns_wordings(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    if let Some(rest) = after(msg, "DNS lookup failure for: ") {
+    if let Some(rest) = after_lit!(msg, "DNS lookup failure for: ") {
         let host = token_until(rest, &[' ', ',']);
         return Some(Signal::new(
             Category::DnsResolution,
@@ -82,7 +82,7 @@ fn dns_wordings(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    if let Some(rest) = after(msg, "Could not resolve host: ") {
+    if let Some(rest) = after_lit!(msg, "Could not resolve host: ") {
         let host = token_until(rest, &[' ', ';', '"', ')']);
         if !host.is_empty() {
             return Some(Signal::new(
@@ -101,7 +101,7 @@ fn dns_wordings(msg: &str) -> Option<Signal> {
             // GLib's resolver (libostree, rpm-ostree, NetworkManager) names
             // the host it could not resolve: `Error resolving 'H': …`
             // (newer GLib quotes it “H”, gio/gthreadedresolver.c).
-            let quoted = after(msg, "Error resolving ")
+            let quoted = after_lit!(msg, "Error resolving ")
                 .map(|r| r.trim_start_matches(['\'', '\u{201c}']))
                 .map(|r| token_until(r, &['\'', '\u{201d}', ':', ' ']))
                 .filter(|h| !h.is_empty());
@@ -123,10 +123,10 @@ fn dns_wordings(msg: &str) -> Option<Signal> {
 /// `Proxy Authentication Required`, curl's `Received HTTP code 407 from proxy
 /// after CONNECT`.
 pub(super) fn proxy(msg: &str) -> Option<Signal> {
-    if let Some(rest) = after(msg, "proxyconnect tcp: ") {
-        let proxy = after(rest, "dial tcp ")
+    if let Some(rest) = after_lit!(msg, "proxyconnect tcp: ") {
+        let proxy = after_lit!(rest, "dial tcp ")
             .map(|r| token_until(r, &[' ', '"']).trim_end_matches(':'))
-            .or_else(|| after(rest, "lookup ").map(|r| token_until(r, &[' ', ':'])))
+            .or_else(|| after_lit!(rest, "lookup ").map(|r| token_until(r, &[' ', ':'])))
             .filter(|p| !p.is_empty())
             .unwrap_or("the proxy");
         let what = short_net_error(rest).unwrap_or("failed");
@@ -141,10 +141,10 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
     // proxy's own name does not resolve. `Could not resolve proxy: P`,
     // and the error code's text `Couldn't resolve proxy name`
     // (CURLE_COULDNT_RESOLVE_PROXY, lib/strerror.c).
-    if let Some(rest) =
-        after(msg, "Could not resolve proxy").or_else(|| after(msg, "Couldn't resolve proxy"))
+    if let Some(rest) = after_lit!(msg, "Could not resolve proxy")
+        .or_else(|| after_lit!(msg, "Couldn't resolve proxy"))
     {
-        let proxy = after(rest, ": ")
+        let proxy = after_lit!(rest, ": ")
             .map(|r| token_until(r, &[' ', '"', '\'', ';']))
             .filter(|p| !p.is_empty() && *p != "name")
             .unwrap_or("the proxy");
@@ -156,7 +156,7 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
         ));
     }
     // Go's net/http before 1.13: `http: error connecting to proxy P: …`.
-    if let Some(rest) = after(msg, "error connecting to proxy") {
+    if let Some(rest) = after_lit!(msg, "error connecting to proxy") {
         let proxy = url_host(rest).unwrap_or("the proxy");
         return Some(Signal::new(
             Category::Proxy,
@@ -167,7 +167,7 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
     }
     // kubectl printing an HTTP status line instead of the API's JSON
     // answer: something in between (a proxy) answered.
-    if let Some(rest) = after(msg, "Unable to connect to the server: ") {
+    if let Some(rest) = after_lit!(msg, "Unable to connect to the server: ") {
         let status = [
             "Service Unavailable",
             "Bad Gateway",
@@ -185,7 +185,7 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
             ));
         }
     }
-    if msg.contains("Proxy Authentication Required") || msg.contains("code 407 from proxy") {
+    if has!(msg, "Proxy Authentication Required") || has!(msg, "code 407 from proxy") {
         let target = url_host(msg)
             .or_else(|| registry_host(msg))
             .unwrap_or("a request");
@@ -200,7 +200,7 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
     // `Proxy CONNECT aborted`). Its sibling `CONNECT tunnel failed,
     // response 403` would need a needle of its own in the anchor finder's
     // table (a cost the table was not regenerated for this round).
-    if msg.contains("Proxy CONNECT aborted") {
+    if has!(msg, "Proxy CONNECT aborted") {
         return Some(Signal::new(
             Category::Proxy,
             "proxy CONNECT",
@@ -208,8 +208,8 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    if let Some(rest) = after(msg, "Received HTTP code ") {
-        if rest.contains("from proxy after CONNECT") {
+    if let Some(rest) = after_lit!(msg, "Received HTTP code ") {
+        if has!(rest, "from proxy after CONNECT") {
             let code = token_until(rest, &[' ']);
             return Some(Signal::new(
                 Category::Proxy,
@@ -252,7 +252,7 @@ fn endpoint<'a>(text: &'a str, port: &str) -> Option<&'a str> {
 /// The API on :6443 (and bootkube's own wait loop). Refusals while the API
 /// starts are normal in every install: only a long streak makes an error.
 pub(super) fn api(msg: &str) -> Option<Signal> {
-    if msg.contains(":6443") {
+    if has!(msg, ":6443") {
         let err = short_net_error(msg).or_else(|| {
             [
                 "was refused",
@@ -279,7 +279,7 @@ pub(super) fn api(msg: &str) -> Option<Signal> {
     // ensure lease exists, will retry`, older `failed to ensure node lease
     // exists`). Only with a network error: a refusal by admission is not
     // an unreachable API.
-    if msg.contains("Unable to register node") || msg.contains("lease exists") {
+    if has!(msg, "Unable to register node") || has!(msg, "lease exists") {
         let err = short_net_error(msg)?;
         let ep = url_host(msg).unwrap_or("the API");
         return Some(Signal::new(
@@ -289,7 +289,7 @@ pub(super) fn api(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    if msg.contains("Unable to connect to the server") {
+    if has!(msg, "Unable to connect to the server") {
         let ep = url_host(msg).unwrap_or("the API");
         let err = short_net_error(msg).unwrap_or("unable to connect");
         return Some(Signal::new(
@@ -299,7 +299,7 @@ pub(super) fn api(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    if msg.contains("Successfully registered node") {
+    if has!(msg, "Successfully registered node") {
         return Some(Signal::new(
             Category::ApiUnreachable,
             "*",
@@ -314,7 +314,7 @@ pub(super) fn api(msg: &str) -> Option<Signal> {
 /// anything else failing against that port. `GET result: OK` clears it.
 pub(super) fn mcs(msg: &str) -> Option<Signal> {
     // Ignition logs the result on a line of its own, without the URL.
-    if msg.contains("GET result: OK") {
+    if has!(msg, "GET result: OK") {
         return Some(Signal::new(
             Category::McsUnreachable,
             "*",
@@ -325,9 +325,9 @@ pub(super) fn mcs(msg: &str) -> Option<Signal> {
     // Ignition's `GET https://…:22623/config/worker: attempt #N`: the first
     // attempts fail on every boot while the network comes up; many mean
     // the server does not answer.
-    if let Some(rest) = after(msg, ": attempt #") {
+    if let Some(rest) = after_lit!(msg, ": attempt #") {
         let attempt: u32 = token_until(rest, &[' ']).parse().unwrap_or(0);
-        if attempt >= 10 && msg.contains("/config/") {
+        if attempt >= 10 && has!(msg, "/config/") {
             let ep = url_host(msg).unwrap_or("the machine config server");
             return Some(Signal::new(
                 Category::McsUnreachable,
@@ -337,12 +337,10 @@ pub(super) fn mcs(msg: &str) -> Option<Signal> {
             ));
         }
     }
-    if !msg.contains(":22623") {
+    if !has!(msg, ":22623") {
         // Ignition fetching its pool's config on another port or name.
-        if msg.contains("GET error")
-            && (msg.contains("/config/master")
-                || msg.contains("/config/worker")
-                || msg.contains("/config/"))
+        if has!(msg, "GET error")
+            && (has!(msg, "/config/master") || has!(msg, "/config/worker") || has!(msg, "/config/"))
         {
             let ep = url_host(msg).unwrap_or("the machine config server");
             let err = short_net_error(msg).unwrap_or("GET error");
@@ -367,7 +365,7 @@ pub(super) fn mcs(msg: &str) -> Option<Signal> {
             .into_iter()
             .find(|e| msg.contains(e))
         })
-        .or_else(|| msg.contains("GET error").then_some("GET error"))?;
+        .or_else(|| has!(msg, "GET error").then_some("GET error"))?;
     Some(Signal::new(
         Category::McsUnreachable,
         ep,
@@ -381,10 +379,10 @@ pub(super) fn mcs(msg: &str) -> Option<Signal> {
 /// matching ups), routes missing altogether.
 pub(super) fn link(msg: &str) -> Option<Signal> {
     let device = || -> Option<&str> {
-        if let Some(rest) = after(msg, "device (") {
+        if let Some(rest) = after_lit!(msg, "device (") {
             return Some(token_until(rest, &[')']));
         }
-        if let Some(rest) = after(msg, "for interface ") {
+        if let Some(rest) = after_lit!(msg, "for interface ") {
             return Some(token_until(rest, &[',', ' ']));
         }
         let at = msg.find(" NIC Link is").or_else(|| msg.find(" Link is"))?;
@@ -396,13 +394,13 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
                 .unwrap_or(before),
         )
     };
-    let down = msg.contains("link disconnected")
-        || msg.contains("Link is Down")
-        || msg.contains("link status down")
-        || msg.contains("link status definitely down")
-        || msg.contains("without any active interface")
-        || (msg.contains("-> unavailable") && msg.contains("carrier-changed"));
-    let up = msg.contains("link connected") || msg.contains("Link is Up");
+    let down = has!(msg, "link disconnected")
+        || has!(msg, "Link is Down")
+        || has!(msg, "link status down")
+        || has!(msg, "link status definitely down")
+        || has!(msg, "without any active interface")
+        || (has!(msg, "-> unavailable") && has!(msg, "carrier-changed"));
+    let up = has!(msg, "link connected") || has!(msg, "Link is Up");
     if down || up {
         let dev = device().filter(|d| !d.is_empty())?;
         if up {
@@ -443,11 +441,11 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
             "a bond or bridge port failed",
         ),
     ] {
-        if msg.contains(what) && (what != "request timed out" || msg.contains("dhcp")) {
+        if msg.contains(what) && (what != "request timed out" || has!(msg, "dhcp")) {
             if what.starts_with("reason")
-                && !msg.contains("-> unavailable")
-                && !msg.contains("-> failed")
-                && !msg.contains("-> disconnected")
+                && !has!(msg, "-> unavailable")
+                && !has!(msg, "-> failed")
+                && !has!(msg, "-> disconnected")
             {
                 continue;
             }
@@ -462,8 +460,8 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
     }
     for err in ["network is unreachable", "no route to host"] {
         if msg.contains(err) {
-            let target = after(msg, "dial tcp ")
-                .or_else(|| after(msg, "dial udp "))
+            let target = after_lit!(msg, "dial tcp ")
+                .or_else(|| after_lit!(msg, "dial udp "))
                 .map(|r| token_until(r, &[' ', '"']).trim_end_matches(':'))
                 .filter(|t| !t.is_empty())
                 .or_else(|| url_host(msg))

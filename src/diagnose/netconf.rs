@@ -7,7 +7,7 @@
 //! public address, resets) when no proxy is in between.
 
 use super::host::ip_in;
-use super::line::{after, shorten, token_until, url_host};
+use super::line::{after, after_lit, has, shorten, token_until, url_host};
 use super::signal::{Category, Nature, Signal};
 
 /// configure-ovs.sh and OVS failing to set up br-ex.
@@ -24,7 +24,7 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         "reason 'ovsdb-failed'",
         "of local ovs-interface",
     ];
-    let ovs_context = msg.contains("configure-ovs") || msg.contains("ovs-if-");
+    let ovs_context = has!(msg, "configure-ovs") || has!(msg, "ovs-if-");
     if let Some(what) = FAILURES.iter().find(|w| msg.contains(*w)) {
         let failed = !what.starts_with("ovs")
             || [
@@ -57,7 +57,7 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         }
     }
     if ovs_context {
-        if let Some(rest) = after(msg, "Error: ") {
+        if let Some(rest) = after_lit!(msg, "Error: ") {
             return Some(Signal::new(
                 Category::OvsConfig,
                 "br-ex",
@@ -93,7 +93,7 @@ pub(super) fn route(msg: &str) -> Option<Signal> {
     ];
     // kube-apiserver on a dual-stack host whose first address is of the
     // other family (triage signature DualstackrDNSBug).
-    if msg.contains("must match public address family") {
+    if has!(msg, "must match public address family") {
         return Some(Signal::new(
             Category::RouteConfig,
             "address family",
@@ -116,8 +116,7 @@ pub(super) fn route(msg: &str) -> Option<Signal> {
 /// loopback stub that does not answer.
 pub(super) fn dns_config(msg: &str) -> Option<Signal> {
     // systemd-resolved's stub (127.0.0.53) not answering.
-    if msg.contains("127.0.0.53")
-        && (msg.contains("refused") || msg.contains("no servers could be reached"))
+    if has!(msg, "127.0.0.53") && (has!(msg, "refused") || has!(msg, "no servers could be reached"))
     {
         return Some(Signal::new(
             Category::DnsConfig,
@@ -134,8 +133,8 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
     // configuration problem, and CoreDNS exits on it.
     // (Read when the loop is through a loopback address, `Loop (127.`,
     // the usual stub resolver: the anchor finder's table has a needle in it.)
-    if let Some(rest) = after(msg, "Loop (127.") {
-        if msg.contains(") detected for zone") {
+    if let Some(rest) = after_lit!(msg, "Loop (127.") {
+        if has!(msg, ") detected for zone") {
             let pair = format!("127.{}", token_until(rest, &[')']));
             return Some(Signal::new(
                 Category::DnsConfig,
@@ -145,7 +144,7 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
             ));
         }
     }
-    if msg.contains("no DNS servers") {
+    if has!(msg, "no DNS servers") {
         return Some(Signal::new(
             Category::DnsConfig,
             "resolv.conf",
@@ -153,11 +152,11 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
-    let rest = after(msg, "lookup ")?;
+    let rest = after_lit!(msg, "lookup ")?;
     let host = token_until(rest, &[' ', ':', '"', ',']);
-    let server = after(rest, " on ").map(|s| token_until(s, &[' ']).trim_end_matches(':'))?;
+    let server = after_lit!(rest, " on ").map(|s| token_until(s, &[' ']).trim_end_matches(':'))?;
     let loopback = server.starts_with("[::1]:") || server.starts_with("127.");
-    if loopback && (msg.contains("connection refused") || msg.contains("i/o timeout")) {
+    if loopback && (has!(msg, "connection refused") || has!(msg, "i/o timeout")) {
         return Some(Signal::new(
             Category::DnsConfig,
             "resolv.conf",
@@ -215,12 +214,12 @@ pub(super) fn egress(msg: &str) -> Option<Signal> {
         "timed out",
     ];
     let what = DROPPED.iter().find(|w| msg.contains(*w))?;
-    if msg.contains("lookup ") || msg.contains("proxyconnect") {
+    if has!(msg, "lookup ") || has!(msg, "proxyconnect") {
         return None;
     }
-    let target = after(msg, "dial tcp ")
+    let target = after_lit!(msg, "dial tcp ")
         .map(|r| token_until(r, &[' ', '"']).trim_end_matches(':'))
-        .or_else(|| after(msg, "connect to ").map(|r| token_until(r, &[' '])))
+        .or_else(|| after_lit!(msg, "connect to ").map(|r| token_until(r, &[' '])))
         .or_else(|| url_host(msg))?;
     let host = target
         .rsplit_once(':')
@@ -241,7 +240,7 @@ pub(super) fn egress(msg: &str) -> Option<Signal> {
             host.contains('.')
                 && !host.ends_with(".local")
                 && !host.starts_with("api")
-                && !host.contains(".svc")
+                && !has!(host, ".svc")
         }
     };
     if !outside {

@@ -4,13 +4,13 @@
 //! and systemd's word on the installation's units (which failed, which
 //! finished).
 
-use super::line::{after, token_until};
+use super::line::{after, after_lit, has, token_until};
 use super::signal::{Category, Nature, Signal};
 
 /// kubelet's certificate manager waiting on an unapproved CSR.
 pub(super) fn csr(msg: &str) -> Option<Signal> {
-    if msg.contains("Certificate request was not signed")
-        || msg.contains("certificate request was not signed")
+    if has!(msg, "Certificate request was not signed")
+        || has!(msg, "certificate request was not signed")
     {
         return Some(Signal::new(
             Category::CsrPending,
@@ -21,8 +21,8 @@ pub(super) fn csr(msg: &str) -> Option<Signal> {
     }
     // The kubelet's serving certificate not approved: the API cannot reach
     // it (`oc logs` answers `remote error: tls: internal error`).
-    if msg.contains("no serving certificate available for the kubelet")
-        || (msg.contains(":10250") && msg.contains("tls: internal error"))
+    if has!(msg, "no serving certificate available for the kubelet")
+        || (has!(msg, ":10250") && has!(msg, "tls: internal error"))
     {
         return Some(Signal::new(
             Category::CsrPending,
@@ -35,7 +35,7 @@ pub(super) fn csr(msg: &str) -> Option<Signal> {
     // gives (pkg/controller csr_check.go, controller.go: `CSR %s not
     // authorized: %v` (no target machine, a missing or extra SAN, a
     // node name that does not match), older `CSR %s not valid: %v`).
-    let about_a_csr = msg.contains("CSR ") || msg.contains("csr-");
+    let about_a_csr = has!(msg, "CSR ") || has!(msg, "csr-");
     if let Some(reason) = ["not authorized: ", "not valid: "]
         .into_iter()
         .find_map(|w| after(msg, w).filter(|_| about_a_csr))
@@ -50,8 +50,8 @@ pub(super) fn csr(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    if let Some(rest) = after(msg, "csr-") {
-        if msg.contains("Pending") {
+    if let Some(rest) = after_lit!(msg, "csr-") {
+        if has!(msg, "Pending") {
             let name = format!("csr-{}", token_until(rest, &[' ', '"', ',']));
             return Some(Signal::new(
                 Category::CsrPending,
@@ -67,7 +67,7 @@ pub(super) fn csr(msg: &str) -> Option<Signal> {
 /// `avc:  denied  { read } for  pid=1 comm="crio" … tclass=file permissive=0`.
 pub(super) fn selinux(msg: &str) -> Option<Signal> {
     // The loader's mprotect refused by SELinux's execmod/execmem checks.
-    if msg.contains("RELRO protection failed: Permission denied") {
+    if has!(msg, "RELRO protection failed: Permission denied") {
         return Some(Signal::new(
             Category::Selinux,
             "RELRO",
@@ -75,15 +75,15 @@ pub(super) fn selinux(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    let rest = after(msg, "avc:  denied").or_else(|| after(msg, "avc: denied"))?;
-    let perms = after(rest, "{ ").map_or("", |r| token_until(r, &['}']).trim());
-    let comm = after(rest, "comm=\"").map_or("?", |r| token_until(r, &['"']));
-    let tclass = after(rest, "tclass=").map_or("?", |r| token_until(r, &[' ']));
-    let ttype = after(rest, "tcontext=")
+    let rest = after_lit!(msg, "avc:  denied").or_else(|| after_lit!(msg, "avc: denied"))?;
+    let perms = after_lit!(rest, "{ ").map_or("", |r| token_until(r, &['}']).trim());
+    let comm = after_lit!(rest, "comm=\"").map_or("?", |r| token_until(r, &['"']));
+    let tclass = after_lit!(rest, "tclass=").map_or("?", |r| token_until(r, &[' ']));
+    let ttype = after_lit!(rest, "tcontext=")
         .map(|r| token_until(r, &[' ']))
         .and_then(|c| c.split(':').nth(2))
         .unwrap_or("?");
-    let permissive = rest.contains("permissive=1");
+    let permissive = has!(rest, "permissive=1");
     Some(Signal::new(
         Category::Selinux,
         format!("{comm} {perms} {ttype}:{tclass}"),
@@ -130,7 +130,7 @@ pub(crate) fn unit_event(msg: &str) -> Option<(&str, bool)> {
 /// alone it is a warning. Key: the container.
 pub(super) fn crash_loop(msg: &str) -> Option<Signal> {
     let head = &msg[..msg.find(" with CrashLoopBackOff")?];
-    let name = if let Some(rest) = after(msg, "restarting failed container=") {
+    let name = if let Some(rest) = after_lit!(msg, "restarting failed container=") {
         token_until(rest, &[' ', '"', '\\'])
     } else {
         let quoted = head.trim_end_matches(['"', '\\']);
@@ -140,7 +140,7 @@ pub(super) fn crash_loop(msg: &str) -> Option<Signal> {
     if name.is_empty() {
         return None;
     }
-    let pod = after(msg, " pod=")
+    let pod = after_lit!(msg, " pod=")
         .map(|r| token_until(r.trim_start_matches(['"', '\\']), &['(', ' ', '"', '\\']))
         .filter(|p| !p.is_empty());
     let summary = match pod {
@@ -162,14 +162,15 @@ pub(super) fn crash_loop(msg: &str) -> Option<Signal> {
 /// %s by %s(uid=%lu)`). Not a cause: manual changes may explain what
 /// follows, so it is listed as `info`. Key: `login USER`.
 pub(super) fn login(msg: &str) -> Option<Signal> {
-    let rest = after(msg, "pam_unix(sshd:session): session opened for user ")
+    let rest = after_lit!(msg, "pam_unix(sshd:session): session opened for user ")
         .map(|r| (r, "ssh"))
         .or_else(|| {
-            after(msg, "pam_unix(login:session): session opened for user ").map(|r| (r, "console"))
+            after_lit!(msg, "pam_unix(login:session): session opened for user ")
+                .map(|r| (r, "console"))
         });
     let (rest, how) = rest?;
     let user = token_until(rest, &['(', ' ']);
-    if user.is_empty() || !rest.contains(" by ") {
+    if user.is_empty() || !has!(rest, " by ") {
         return None;
     }
     Some(Signal::new(
@@ -188,7 +189,7 @@ pub(super) fn login(msg: &str) -> Option<Signal> {
 /// until ovnkube writes its configuration, so it is normal while it lasts
 /// minutes (`engine.rs`, `persistence`). Key: the configuration directory.
 pub(super) fn cni(msg: &str) -> Option<Signal> {
-    let rest = after(msg, "CNI configuration file in ")?;
+    let rest = after_lit!(msg, "CNI configuration file in ")?;
     let dir = token_until(rest, &[' ', '"', '\\']).trim_end_matches('.');
     let dir = if dir.is_empty() {
         "CNI configuration"

@@ -58,7 +58,11 @@ pub struct Parts<'a> {
 
 /// Takes one line apart; a line with no recognised prefix is all message.
 pub fn parse(line: &str) -> Parts<'_> {
-    let line = line.trim_end_matches(['\n', '\r']);
+    let mut end = line.len();
+    while end > 0 && matches!(line.as_bytes()[end - 1], b'\n' | b'\r') {
+        end -= 1;
+    }
+    let line = &line[..end];
     let mut text = strip_paste(line);
     let mut parts = Parts {
         at: None,
@@ -146,6 +150,14 @@ pub fn parse(line: &str) -> Parts<'_> {
 /// Prefixes a paste adds: indentation, quote markers, a `systemctl status`
 /// tree's `└─` and `│`.
 fn strip_paste(line: &str) -> &str {
+    // A journal line opens with its stamp: nothing to strip.
+    if line
+        .as_bytes()
+        .first()
+        .is_some_and(u8::is_ascii_alphanumeric)
+    {
+        return line;
+    }
     let mut text = line.trim_start();
     loop {
         let before = text.len();
@@ -169,6 +181,10 @@ fn strip_paste(line: &str) -> &str {
 /// `● kubelet.service - Kubernetes Kubelet` (also `×`, `○`): the unit name
 /// without `.service`.
 fn status_header(text: &str) -> Option<&str> {
+    // The markers' first bytes (`●` and `○` are E2 …, `×` is C3 97).
+    if !matches!(text.as_bytes().first(), Some(0xE2 | 0xC3 | b'*')) {
+        return None;
+    }
     let rest = ["\u{25cf} ", "\u{00d7} ", "\u{25cb} ", "* "]
         .iter()
         .find_map(|m| text.strip_prefix(m))?;
@@ -184,6 +200,9 @@ fn status_header(text: &str) -> Option<&str> {
 /// A shell prompt or a `bash -x` trace: `$ oc get csr`, `# journalctl …`,
 /// `[core@master-0 ~]$ …`, `+ nmcli …`, `++ ip route`.
 fn is_command(text: &str) -> bool {
+    if !matches!(text.as_bytes().first(), Some(b'$' | b'#' | b'+' | b'[')) {
+        return false;
+    }
     if text.starts_with("$ ") || text.starts_with("# ") {
         return true;
     }
@@ -236,7 +255,7 @@ fn iso_stamp(text: &str) -> Option<(i64, &str)> {
         return None;
     }
     let end = if b[10] == b'T' {
-        text.find(' ')?
+        memchr::memchr(b' ', b)?
     } else {
         // `2026-11-22 10:00:01.25 rest`: the date's space is not the end.
         19 + text.get(19..)?.find(' ')?
@@ -255,8 +274,29 @@ pub(crate) fn parse_rfc3339(text: &str) -> Option<i64> {
     if b[13] != b':' || b[16] != b':' {
         return None;
     }
-    let (year, month, day) = (num(text, 0, 4)?, num(text, 5, 7)?, num(text, 8, 10)?);
-    let secs = time_of_day(text.get(11..19)?)?;
+    // `YYYY-MM-DD?hh:mm:ss`: the separators are checked above, every other
+    // byte must be a digit (so byte 19 is a character boundary).
+    let mut fields = [0i64; 6];
+    for (i, &c) in b[..19].iter().enumerate() {
+        let field = match i {
+            4 | 7 | 10 | 13 | 16 => continue,
+            0..=3 => 0,
+            5 | 6 => 1,
+            8 | 9 => 2,
+            11 | 12 => 3,
+            14 | 15 => 4,
+            _ => 5,
+        };
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        fields[field] = fields[field] * 10 + i64::from(c - b'0');
+    }
+    let [year, month, day, hour, minute, second] = fields;
+    if hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let secs = hour * 3600 + minute * 60 + second;
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return None;
     }
@@ -291,7 +331,7 @@ pub(crate) fn parse_rfc3339(text: &str) -> Option<i64> {
         }
     };
     let days = days_from_civil(year, month, day);
-    Some(days * 86_400 + i64::from(secs) - offset)
+    Some(days * 86_400 + secs - offset)
 }
 
 fn num(text: &str, from: usize, to: usize) -> Option<i64> {
@@ -374,18 +414,30 @@ fn dmesg_stamp(text: &str) -> Option<&str> {
 /// `host ident[pid]: message` → (ident, message). Without a tag the text
 /// after the stamp is all message.
 fn host_and_ident(rest: &str) -> (Option<&str>, &str) {
-    let Some(space) = rest.find(' ') else {
+    let Some(space) = memchr::memchr(b' ', rest.as_bytes()) else {
         return (None, rest);
     };
     let after_host = &rest[space + 1..];
-    let Some(colon) = after_host.find(": ") else {
+    // The tag runs to the first `: `; a blank, a quote or `=` before it
+    // means there is no tag. One pass over its bytes (all ASCII stops, so
+    // every cut is a character boundary).
+    let b = after_host.as_bytes();
+    let mut colon = None;
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b':' if b.get(i + 1) == Some(&b' ') => {
+                colon = Some(i);
+                break;
+            }
+            b' ' | b'"' | b'=' => return (None, rest),
+            _ => {}
+        }
+    }
+    let Some(colon) = colon.filter(|&c| c > 0) else {
         return (None, rest);
     };
     let tag = &after_host[..colon];
-    if tag.is_empty() || tag.contains(' ') || tag.contains('"') || tag.contains('=') {
-        return (None, rest);
-    }
-    let ident = tag.split('[').next().unwrap_or(tag);
+    let ident = memchr::memchr(b'[', tag.as_bytes()).map_or(tag, |i| &tag[..i]);
     (Some(ident), &after_host[colon + 2..])
 }
 
@@ -398,7 +450,7 @@ fn inner_prefix(text: &str) -> Option<(Option<Stamp>, Option<&str>, &str)> {
     if matches!(first, b'I' | b'W' | b'E' | b'F') && b.len() > 22 && b[5] == b' ' {
         if let (Some(month), Some(day)) = (num(text, 1, 3), num(text, 3, 5)) {
             if let Some(secs_of_day) = text.get(6..14).and_then(time_of_day) {
-                let close = text.find("] ")?;
+                let close = close_bracket(b)?;
                 let stamp = match (u8::try_from(month), u8::try_from(day)) {
                     (Ok(month @ 1..=12), Ok(day @ 1..=31)) => Some(Stamp::YearLess {
                         month,
@@ -456,7 +508,7 @@ fn inner_prefix(text: &str) -> Option<(Option<Stamp>, Option<&str>, &str)> {
     // etcd's zap JSON: the stamp from `"ts"`; the object stays the message
     // (its fields carry the durations the rules compare).
     if text.starts_with("{\"level\":") || text.starts_with("{\"ts\":") {
-        let ts = super::line::after(text, "\"ts\":\"")
+        let ts = super::line::after_lit!(text, "\"ts\":\"")
             .map(|r| super::line::token_until(r, &['"']))
             .and_then(parse_rfc3339);
         return ts.map(|at| (Some(Stamp::Full(at)), None, text));
@@ -468,6 +520,11 @@ fn inner_prefix(text: &str) -> Option<(Option<Stamp>, Option<&str>, &str)> {
         return Some((at.map(Stamp::Full), None, tail.trim_start()));
     }
     None
+}
+
+/// Where the first `] ` starts (klog's header ends there).
+fn close_bracket(b: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b']', b).find(|&i| b.get(i + 1) == Some(&b' '))
 }
 
 /// A year-less stamp dated by a full stamp (the stream's latest): the year

@@ -2,7 +2,7 @@
 //! secret refused, mirrors that do not serve the release, and images or
 //! binaries for another architecture or release.
 
-use super::line::{after, registry_host, token_until};
+use super::line::{after, after_lit, has, registry_host, token_until};
 use super::signal::{Category, Nature, Signal};
 
 /// `unauthorized: authentication required`, `reading manifest … in
@@ -25,7 +25,7 @@ pub(super) fn auth(msg: &str) -> Option<Signal> {
     ];
     let what = REFUSALS.iter().find(|r| msg.contains(*r)).or_else(|| {
         // A registry refusing its token endpoint: the credentials.
-        (msg.contains("403 Forbidden") && msg.contains("token")).then_some(&"403 Forbidden")
+        (has!(msg, "403 Forbidden") && has!(msg, "token")).then_some(&"403 Forbidden")
     })?;
     let registry = registry_host(msg).unwrap_or("the registry");
     Some(Signal::new(
@@ -43,7 +43,7 @@ pub(super) fn auth(msg: &str) -> Option<Signal> {
 /// manifest … manifest unknown])`, `manifest unknown` by digest, and a
 /// registries.conf that does not load.
 pub(super) fn mirror(msg: &str) -> Option<Signal> {
-    if let Some(rest) = after(msg, "Mirrors also failed: [") {
+    if let Some(rest) = after_lit!(msg, "Mirrors also failed: [") {
         let mirror = token_until(rest, &['/', ':', ' ', ']']);
         let why = token_until(rest, &[']']);
         let reason = why.rsplit(": ").next().unwrap_or(why);
@@ -66,7 +66,7 @@ pub(super) fn mirror(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
-    if msg.contains("registries.conf")
+    if has!(msg, "registries.conf")
         && ["error", "invalid", "loading"]
             .iter()
             .any(|w| msg.to_ascii_lowercase().contains(w))
@@ -99,7 +99,7 @@ pub(super) fn mirror(msg: &str) -> Option<Signal> {
             ));
         }
     }
-    if msg.contains("manifest unknown") {
+    if has!(msg, "manifest unknown") {
         let registry = registry_host(msg).unwrap_or("the registry");
         return Some(Signal::new(
             Category::MirrorConfig,
@@ -115,7 +115,7 @@ pub(super) fn mirror(msg: &str) -> Option<Signal> {
 /// error`, `no image found in manifest list for architecture …`, release
 /// checks that say `does not match`.
 pub(super) fn release(msg: &str) -> Option<Signal> {
-    if msg.contains("exec format error") {
+    if has!(msg, "exec format error") {
         return Some(Signal::new(
             Category::ReleaseMismatch,
             "exec format error",
@@ -123,7 +123,7 @@ pub(super) fn release(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
-    if let Some(rest) = after(msg, "no image found in manifest list for architecture ") {
+    if let Some(rest) = after_lit!(msg, "no image found in manifest list for architecture ") {
         let arch = token_until(rest, &[',', ' ']);
         return Some(Signal::new(
             Category::ReleaseMismatch,
@@ -161,8 +161,8 @@ pub(super) fn release(msg: &str) -> Option<Signal> {
     // bootstrap.go: `error rendering bootstrap manifests: %v`) missing a
     // file the installer should have written under /assets: the
     // installer's assets are of another release than the operator.
-    if msg.contains("rendering bootstrap manifests") && msg.contains("no such file or directory") {
-        let file = after(msg, "open ").map_or("an asset", |r| token_until(r, &[':', ' ']));
+    if has!(msg, "rendering bootstrap manifests") && has!(msg, "no such file or directory") {
+        let file = after_lit!(msg, "open ").map_or("an asset", |r| token_until(r, &[':', ' ']));
         return Some(Signal::new(
             Category::ReleaseMismatch,
             "bootstrap assets",
@@ -173,10 +173,8 @@ pub(super) fn release(msg: &str) -> Option<Signal> {
     let lower = msg.to_ascii_lowercase();
     // Only the wording of a check, not any line that says both words (a
     // path can hold "mismatch").
-    if (lower.contains("release image") || lower.contains("arch"))
-        && lower.contains("does not match")
-    {
-        let what = after(msg, "Error: ").unwrap_or(msg);
+    if (has!(&lower, "release image") || has!(&lower, "arch")) && has!(&lower, "does not match") {
+        let what = after_lit!(msg, "Error: ").unwrap_or(msg);
         return Some(Signal::new(
             Category::ReleaseMismatch,
             "release",

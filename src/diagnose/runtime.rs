@@ -5,7 +5,7 @@
 //! `Pull failed. Retrying`, kubelet's `ErrImagePull`/`Back-off pulling
 //! image`, containers/image's `initializing source`, registry rate limits).
 
-use super::line::{after, registry_host, shorten};
+use super::line::{after, has, registry_host, shorten};
 use super::signal::{Category, Nature, Signal};
 
 /// What CRI-O says when it refuses its configuration; [`crio_config`]'s
@@ -45,7 +45,7 @@ pub(super) fn crio_config(msg: &str) -> Option<Signal> {
 
 /// CRI-O's configuration file does not parse as TOML.
 pub(super) fn crio_toml(msg: &str) -> Option<Signal> {
-    let crio = msg.contains("crio") || msg.contains("cri-o") || msg.contains("CRI-O");
+    let crio = has!(msg, "crio") || has!(msg, "cri-o") || has!(msg, "CRI-O");
     if crio && TOML.iter().any(|w| msg.contains(w)) {
         return Some(Signal::new(
             Category::CrioConfig,
@@ -85,7 +85,7 @@ pub(super) fn image_pull(msg: &str) -> Option<Signal> {
     ];
     let what = FAILED.iter().find(|w| msg.contains(*w))?;
     let registry = registry_host(msg).unwrap_or("the registry");
-    let summary = if what.contains("rate") || what.contains("many") {
+    let summary = if has!(what, "rate") || has!(what, "many") {
         format!("{registry} refused pulls: rate limit reached")
     } else {
         format!(

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::anchors::{AnchorFinder, Found, Repeating};
+use super::anchors::{AnchorFinder, Found, Memo, Repeating};
 use super::classify::classify_with;
 use super::known::{self, FactKey, Known};
 use super::line;
@@ -512,10 +512,11 @@ impl Scanner {
         // The next anchor, when looking past a line found it already: where
         // that search started, and what it found.
         let mut ahead: Option<(usize, Option<Found>)> = None;
+        let mut memo = Memo::default();
         while pos < block.len() {
             let found = match ahead.take() {
                 Some((from, next)) if from <= pos && next.is_none_or(|f| f.start >= pos) => next,
-                _ => finder.find_with(block, pos),
+                _ => finder.find_memo(block, pos, &mut memo),
             };
             let Some(found) = found else {
                 break;
@@ -524,7 +525,7 @@ impl Scanner {
             let start = memchr::memrchr(b'\n', &block[..anchor_at]).map_or(0, |i| i + 1);
             let end =
                 memchr::memchr(b'\n', &block[anchor_at..]).map_or(block.len(), |i| anchor_at + i);
-            self.lines += memchr::memchr_iter(b'\n', &block[counted..start]).count() as u64;
+            self.lines += newlines(&block[counted..start]);
             self.budget.earn(end.saturating_sub(earned));
             earned = end;
             let mut fact = None;
@@ -533,7 +534,7 @@ impl Scanner {
             // rules its records are put to, not searched for again.
             let mut line_rules = None;
             if let Some(kind) = super::anchors::repeating(found.anchor) {
-                let (rules, next) = line_anchors(finder, block, found, end);
+                let (rules, next) = line_anchors(finder, block, found, end, &mut memo);
                 ahead = Some(next);
                 line_rules = Some(rules);
                 let alone = rules == super::anchors::dispatch_of(found.anchor);
@@ -555,7 +556,7 @@ impl Scanner {
                 continue;
             }
             let rules = line_rules.unwrap_or_else(|| {
-                let (rules, next) = line_anchors(finder, block, found, end);
+                let (rules, next) = line_anchors(finder, block, found, end, &mut memo);
                 ahead = Some(next);
                 rules
             });
@@ -584,7 +585,7 @@ impl Scanner {
             counted = (end + 1).min(block.len());
             pos = self.continue_pending(block, counted, &mut counted);
         }
-        self.lines += memchr::memchr_iter(b'\n', &block[counted..]).count() as u64;
+        self.lines += newlines(&block[counted..]);
         self.budget.earn(block.len().saturating_sub(earned));
         // The last line, for a wrapped message continued in the next block.
         let body = block.strip_suffix(b"\n").unwrap_or(block);
@@ -979,11 +980,12 @@ fn line_anchors(
     block: &[u8],
     found: Found,
     end: usize,
+    memo: &mut Memo,
 ) -> (Dispatch, (usize, Option<Found>)) {
     let mut rules = found.dispatch;
     let mut from = found.start + 1;
     loop {
-        let next = finder.find_with(block, from);
+        let next = finder.find_memo(block, from, memo);
         match next {
             Some(f) if f.start < end => {
                 rules |= f.dispatch;
@@ -991,6 +993,18 @@ fn line_anchors(
             }
             _ => return (rules, (from, next)),
         }
+    }
+}
+
+/// Newlines in `bytes`. Over a run of lines, found one by one: memchr's
+/// `count` checks every 32 bytes with a population count that this build
+/// makes in software, dearer than stepping from line to line (a line is a
+/// few hundred bytes); a short run (most often none) is counted at once.
+fn newlines(bytes: &[u8]) -> u64 {
+    if bytes.len() < 256 {
+        memchr::memchr_iter(b'\n', bytes).count() as u64
+    } else {
+        memchr::memchr_iter(b'\n', bytes).fold(0, |n, _| n + 1)
     }
 }
 

@@ -3,7 +3,7 @@
 //! too long`), CRI-O's container storage broken (`layer not known`,
 //! overlay mounts failing), and the kernel's I/O errors on a disk.
 
-use super::line::{after, token_until};
+use super::line::{after_lit, has, token_until};
 use super::signal::{Category, Nature, Signal};
 
 /// The kernel's I/O errors on a disk (triage signature IOErrorsSignature):
@@ -15,9 +15,9 @@ use super::signal::{Category, Nature, Signal};
 /// errors are the discovery ISO's virtual media going away, not the disk
 /// the host runs from. Key: the device.
 pub(super) fn io_error(msg: &str) -> Option<Signal> {
-    let rest = after(msg, "Buffer I/O error on dev ")
-        .or_else(|| after(msg, "I/O error, dev "))
-        .or_else(|| after(msg, "critical medium error, dev "))?;
+    let rest = after_lit!(msg, "Buffer I/O error on dev ")
+        .or_else(|| after_lit!(msg, "I/O error, dev "))
+        .or_else(|| after_lit!(msg, "critical medium error, dev "))?;
     let dev = token_until(rest, &[',', ' ', ':']);
     if dev.is_empty()
         || dev == "?"
@@ -28,7 +28,7 @@ pub(super) fn io_error(msg: &str) -> Option<Signal> {
     {
         return None;
     }
-    let what = if msg.contains("medium error") {
+    let what = if has!(msg, "medium error") {
         "a medium error"
     } else {
         "I/O errors"
@@ -57,12 +57,12 @@ pub(super) fn full(msg: &str) -> Option<Signal> {
         "ailed to garbage collect required amount of images",
     ];
     if let Some(what) = PRESSURE.iter().find(|w| msg.contains(*w)) {
-        if what.contains("ressure")
-            && !(msg.contains("has disk pressure") || msg.contains("HasDiskPressure"))
+        if has!(what, "ressure")
+            && !(has!(msg, "has disk pressure") || has!(msg, "HasDiskPressure"))
         {
             return None;
         }
-        let (key, summary) = if what.contains("database") {
+        let (key, summary) = if has!(what, "database") {
             (
                 "etcd database",
                 "etcd's database reached its quota (mvcc: database space exceeded)".to_owned(),
@@ -135,39 +135,41 @@ pub(super) fn df_row(line: &str) -> Option<Signal> {
 /// bound (or, where none is printed, under 100 ms) is not counted.
 pub(super) fn etcd(msg: &str) -> Option<Signal> {
     // Heartbeats first: their line also says "took too long".
-    let what = if msg.contains("slow fdatasync") {
+    let what = if has!(msg, "slow fdatasync") {
         "slow fdatasync"
-    } else if msg.contains("leader is overloaded likely from slow disk")
-        || msg.contains("server is likely overloaded")
+    } else if has!(msg, "leader is overloaded likely from slow disk")
+        || has!(msg, "server is likely overloaded")
     {
         "heartbeat late: leader overloaded by a slow disk"
-    } else if msg.contains("send out heartbeat on time") {
+    } else if has!(msg, "send out heartbeat on time") {
         "heartbeat late"
-    } else if msg.contains("timed out waiting for read index response")
-        || msg.contains("waiting for the applied index took too long")
+    } else if has!(msg, "timed out waiting for read index response")
+        || has!(msg, "waiting for the applied index took too long")
     {
         "reads timed out waiting for the leader"
-    } else if msg.contains("took too long")
-        && !msg.contains("ReadIndex")
-        && (msg.contains("request") || msg.contains("apply entries"))
+    } else if has!(msg, "took too long")
+        && !has!(msg, "ReadIndex")
+        && (has!(msg, "request") || has!(msg, "apply entries"))
     {
         // etcd's own wordings: `apply request took too long`, `read-only
         // range request … took too long (…) to execute`, `apply entries
         // took too long`; not any program's "took too long".
         "request took too long"
-    } else if msg.contains("sync duration of") && msg.contains("expected less than") {
+    } else if has!(msg, "sync duration of") && has!(msg, "expected less than") {
         "slow WAL sync"
     } else {
         return None;
     };
-    let took = after(msg, "\"took\":\"")
+    let took = after_lit!(msg, "\"took\":\"")
         .map(|r| token_until(r, &['"']))
-        .or_else(|| after(msg, "sync duration of ").map(|r| token_until(r, &[','])))
-        .or_else(|| after(msg, "took too long (").map(|r| token_until(r, &[')'])))
-        .or_else(|| after(msg, "took too long [").map(|r| token_until(r, &[' ', ']'])));
-    let expected = after(msg, "\"expected-duration\":\"")
+        .or_else(|| after_lit!(msg, "sync duration of ").map(|r| token_until(r, &[','])))
+        .or_else(|| after_lit!(msg, "took too long (").map(|r| token_until(r, &[')'])))
+        .or_else(|| after_lit!(msg, "took too long [").map(|r| token_until(r, &[' ', ']'])));
+    let expected = after_lit!(msg, "\"expected-duration\":\"")
         .map(|r| token_until(r, &['"']))
-        .or_else(|| after(msg, "expected less than ").map(|r| token_until(r, &[' ', ',', ')'])));
+        .or_else(|| {
+            after_lit!(msg, "expected less than ").map(|r| token_until(r, &[' ', ',', ')']))
+        });
     if let Some(took) = took.and_then(seconds) {
         let bound = expected.and_then(seconds).unwrap_or(0.1);
         if took < bound {
@@ -211,12 +213,12 @@ pub(super) fn crio_storage(msg: &str) -> Option<Signal> {
         .find(|b| msg.contains(*b))
         .copied()
         .or_else(|| {
-            (msg.contains("/var/lib/containers/storage/overlay")
-                && msg.contains("no such file or directory"))
+            (has!(msg, "/var/lib/containers/storage/overlay")
+                && has!(msg, "no such file or directory"))
             .then_some("overlay layer missing (no such file or directory)")
         })
         .or_else(|| {
-            (msg.contains("/var/lib/containers/storage") && msg.contains("resource busy"))
+            (has!(msg, "/var/lib/containers/storage") && has!(msg, "resource busy"))
                 .then_some("storage busy: it could not be wiped (Device or resource busy)")
         })?;
     Some(Signal::new(

@@ -414,6 +414,38 @@ fn anchors_outside_the_needle_table_are_still_found() {
     finds_every_anchor(&AnchorFinder::built_with(&[&part]));
 }
 
+#[test]
+fn a_search_going_on_through_a_block_finds_what_a_fresh_one_does() {
+    // The memo of each searcher's last find must not change any result:
+    // every start in a block of many anchors (both searchers', repeated,
+    // overlapping), asked in order with one memo and with none.
+    let mut text = String::new();
+    for (i, anchor) in ANCHORS.iter().enumerate() {
+        let filler = "kubelet I1122 prober.go:107] Probe failed net conn ";
+        text.push_str(&filler[..i % filler.len()]);
+        text.push_str(anchor);
+        text.push_str(if i % 3 == 0 { "\n" } else { " " });
+    }
+    let bytes = text.repeat(2).into_bytes();
+    let finder = AnchorFinder::get();
+    let mut memo = super::anchors::Memo::default();
+    let mut from = 0;
+    while from < bytes.len() {
+        let fresh = finder.find_with(&bytes, from);
+        assert_eq!(
+            finder.find_memo(&bytes, from, &mut memo),
+            fresh,
+            "from {from}"
+        );
+        // Steps of every size, as the scan makes them: past a find, to the
+        // next line, a few bytes on.
+        from = match fresh {
+            Some(f) if from % 2 == 0 => f.start + 1,
+            _ => from + 1 + from % 7,
+        };
+    }
+}
+
 /// Every anchor at every offset of a block long enough for the vector
 /// search, with near misses (a needle without its anchor) around it.
 fn finds_every_anchor(finder: &AnchorFinder) {

@@ -4,7 +4,7 @@
 //! and chrony's view of the clock (`System clock wrong by …`, `chronyc
 //! tracking`'s offset).
 
-use super::line::{after, registry_host, token_until, url_host};
+use super::line::{after_lit, has, registry_host, token_until, url_host};
 use super::signal::{Category, Nature, Signal};
 
 /// Offset from NTP beyond which certificate checks start failing in
@@ -20,7 +20,7 @@ fn endpoint(msg: &str) -> &str {
 /// `x509: certificate has expired or is not yet valid: current time A is
 /// before B` (or `is after`) and chrony's clock complaints.
 pub(super) fn clock(msg: &str) -> Option<Signal> {
-    if let Some(rest) = after(msg, "certificate has expired or is not yet valid") {
+    if let Some(rest) = after_lit!(msg, "certificate has expired or is not yet valid") {
         let host = endpoint(msg);
         let (now, relation, bound) = validity(rest);
         // `is after`: the certificate's end passed: expired_certificate's.
@@ -46,10 +46,10 @@ pub(super) fn clock(msg: &str) -> Option<Signal> {
     }
     // etcd: `prober found high clock drift` (zap) and capnslog's `the clock
     // difference against peer P is too high [1.2s > 1s]`.
-    if msg.contains("high clock drift") || msg.contains("clock difference against peer") {
-        let drift = after(msg, "\"clock-drift\":\"")
+    if has!(msg, "high clock drift") || has!(msg, "clock difference against peer") {
+        let drift = after_lit!(msg, "\"clock-drift\":\"")
             .map(|r| token_until(r, &['"']))
-            .or_else(|| after(msg, "is too high [").map(|r| token_until(r, &[' ', ']'])));
+            .or_else(|| after_lit!(msg, "is too high [").map(|r| token_until(r, &[' ', ']'])));
         return Some(Signal::new(
             Category::ClockSkew,
             "system clock",
@@ -60,7 +60,7 @@ pub(super) fn clock(msg: &str) -> Option<Signal> {
             Nature::Transient,
         ));
     }
-    if let Some(rest) = after(msg, "System clock wrong by ") {
+    if let Some(rest) = after_lit!(msg, "System clock wrong by ") {
         let secs = token_until(rest, &[' ']);
         if secs.parse::<f64>().is_ok_and(|s| s.abs() < SKEW_LIMIT_SECS) {
             return None;
@@ -73,13 +73,13 @@ pub(super) fn clock(msg: &str) -> Option<Signal> {
         ));
     }
     // chronyc tracking: `System time     : 3600.000118 seconds slow of NTP time`
-    if msg.contains("of NTP time") && msg.trim_start().starts_with("System time") {
-        let value = after(msg, ": ").map(|r| token_until(r.trim_start(), &[' ']))?;
+    if has!(msg, "of NTP time") && msg.trim_start().starts_with("System time") {
+        let value = after_lit!(msg, ": ").map(|r| token_until(r.trim_start(), &[' ']))?;
         let secs: f64 = value.parse().ok()?;
         if secs.abs() < SKEW_LIMIT_SECS {
             return None;
         }
-        let dir = if msg.contains("slow") {
+        let dir = if has!(msg, "slow") {
             "behind"
         } else {
             "ahead of"
@@ -118,7 +118,7 @@ pub(super) fn clock(msg: &str) -> Option<Signal> {
             ));
         }
     }
-    if msg.contains("Can't synchronise: no selectable sources") {
+    if has!(msg, "Can't synchronise: no selectable sources") {
         return Some(Signal::new(
             Category::ClockSkew,
             "ntp sources",
@@ -151,7 +151,7 @@ pub(super) fn trust(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
-    if let Some(rest) = after(msg, "x509: certificate is valid for ") {
+    if let Some(rest) = after_lit!(msg, "x509: certificate is valid for ") {
         let host = endpoint(msg);
         let names = token_until(rest, &['"']);
         return Some(Signal::new(
@@ -166,15 +166,15 @@ pub(super) fn trust(msg: &str) -> Option<Signal> {
 
 /// `current time A is before|after B` of Go's x509 error: (A, relation, B).
 fn validity(rest: &str) -> (&str, &str, &str) {
-    let Some(r) = after(rest, "current time ") else {
+    let Some(r) = after_lit!(rest, "current time ") else {
         return ("?", "at", "?");
     };
     let now = token_until(r, &[' ']);
     let tail = &r[now.len()..];
-    if let Some(b) = after(tail, " is before ") {
+    if let Some(b) = after_lit!(tail, " is before ") {
         return (now, "before", token_until(b, &[' ', '"', ',', ')', '\\']));
     }
-    if let Some(b) = after(tail, " is after ") {
+    if let Some(b) = after_lit!(tail, " is after ") {
         return (now, "after", token_until(b, &[' ', '"', ',', ')', '\\']));
     }
     (now, "at", "?")
@@ -194,7 +194,7 @@ pub(super) fn expired(msg: &str) -> Option<Signal> {
         "crypto/rsa: verification error",
     ];
     let host = endpoint(msg);
-    if let Some(rest) = after(msg, "certificate has expired or is not yet valid") {
+    if let Some(rest) = after_lit!(msg, "certificate has expired or is not yet valid") {
         let (now, relation, bound) = validity(rest);
         let summary = if relation == "after" {
             format!("{host}'s certificate expired at {bound} (host clock {now}): reused install assets or a stale certificate")
@@ -208,9 +208,9 @@ pub(super) fn expired(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
-    if let Some(rest) = after(msg, " expired at ") {
-        if msg.contains("ertificate") {
-            let name = after(msg, "Certificate ")
+    if let Some(rest) = after_lit!(msg, " expired at ") {
+        if has!(msg, "ertificate") {
+            let name = after_lit!(msg, "Certificate ")
                 .map(|r| token_until(r, &[' ']))
                 .filter(|n| n.contains('.'))
                 .unwrap_or(host);
@@ -224,7 +224,7 @@ pub(super) fn expired(msg: &str) -> Option<Signal> {
         }
     }
     let what = EXPIRED.iter().find(|w| msg.contains(*w))?;
-    let summary = if what.contains("rsa") {
+    let summary = if has!(what, "rsa") {
         format!("{host}'s certificate is signed by another CA than this cluster's (crypto/rsa: verification error): assets of an older install?")
     } else {
         format!("{host}'s certificate expired ({what})")
