@@ -24,6 +24,7 @@ pub(crate) mod instance;
 pub(crate) mod kubelet;
 pub mod ledger;
 pub(crate) mod logging;
+pub(crate) mod newlines;
 pub(crate) mod proxy;
 pub mod records;
 pub mod redact;

@@ -160,7 +160,7 @@ impl Intake {
             );
             return;
         };
-        follow.lines += super::chunks::count_newlines(data);
+        follow.lines += crate::newlines::count(data);
         let total = follow.held.len() + data.len();
         if total <= 2 * CURSOR_HOLD {
             follow.held.extend_from_slice(data);

@@ -436,7 +436,7 @@ impl Scanner {
             self.document_overflow |= data.len() > room;
             self.document
                 .extend_from_slice(&data[..data.len().min(room)]);
-            self.lines += memchr::memchr_iter(b'\n', data).count() as u64;
+            self.lines += crate::newlines::count(data);
             self.bytes += data.len() as u64;
             return;
         }
@@ -525,7 +525,7 @@ impl Scanner {
             let start = memchr::memrchr(b'\n', &block[..anchor_at]).map_or(0, |i| i + 1);
             let end =
                 memchr::memchr(b'\n', &block[anchor_at..]).map_or(block.len(), |i| anchor_at + i);
-            self.lines += newlines(&block[counted..start]);
+            self.lines += crate::newlines::count(&block[counted..start]);
             self.budget.earn(end.saturating_sub(earned));
             earned = end;
             let mut fact = None;
@@ -585,7 +585,7 @@ impl Scanner {
             counted = (end + 1).min(block.len());
             pos = self.continue_pending(block, counted, &mut counted);
         }
-        self.lines += newlines(&block[counted..]);
+        self.lines += crate::newlines::count(&block[counted..]);
         self.budget.earn(block.len().saturating_sub(earned));
         // The last line, for a wrapped message continued in the next block.
         let body = block.strip_suffix(b"\n").unwrap_or(block);
@@ -993,18 +993,6 @@ fn line_anchors(
             }
             _ => return (rules, (from, next)),
         }
-    }
-}
-
-/// Newlines in `bytes`. Over a run of lines, found one by one: memchr's
-/// `count` checks every 32 bytes with a population count that this build
-/// makes in software, dearer than stepping from line to line (a line is a
-/// few hundred bytes); a short run (most often none) is counted at once.
-fn newlines(bytes: &[u8]) -> u64 {
-    if bytes.len() < 256 {
-        memchr::memchr_iter(b'\n', bytes).count() as u64
-    } else {
-        memchr::memchr_iter(b'\n', bytes).fold(0, |n, _| n + 1)
     }
 }
 
