@@ -219,7 +219,91 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
             ));
         }
     }
-    None
+    proxy_connect_status(msg)
+        .or_else(|| curl_proxy(msg))
+        .or_else(|| proxy_address(msg))
+}
+
+/// Go's `net/http` transport (transport.go, `dialConn`) answering a CONNECT
+/// that the proxy refused: it returns the status line's text alone as the
+/// request's error, so the `url.Error` reads `Get "https://quay.io/v2/":
+/// Forbidden` (every Go version since the CONNECT code was written; the
+/// 407 `Proxy Authentication Required` is read above). A server that
+/// answers the request itself gives a response, never this error: only the
+/// hop in between (a proxy) can. Read when the status ends the message
+/// (or a quote or bracket closes it). Only `Forbidden`, the hop's own
+/// refusal: a `Service Unavailable` (or 502, 504) from it says the target
+/// behind it is down, and is read as that target's failure (`api`, `mcs`).
+fn proxy_connect_status(msg: &str) -> Option<Signal> {
+    const STATUS: &str = "\": Forbidden";
+    let at = msg.find(STATUS)?;
+    let tail = &msg[at + STATUS.len()..];
+    let ends = tail
+        .chars()
+        .next()
+        .is_none_or(|c| matches!(c, '"' | '\'' | ')' | ']' | '\\' | ',' | ' ' | '\n'));
+    if !ends
+        || tail
+            .trim_start()
+            .starts_with(|c: char| c.is_ascii_lowercase())
+    {
+        return None;
+    }
+    let target = url_host(msg).unwrap_or("the target");
+    Some(Signal::new(
+        Category::Proxy,
+        "the proxy",
+        format!("the proxy refused to CONNECT to {target} (Forbidden): allow it on the proxy or add it to noProxy"),
+        Nature::Fatal,
+    ))
+}
+
+/// curl's other proxy failures (every libcurl user: rpm-ostree, dnf,
+/// podman's helpers, ostree): `Failed sending CONNECT to proxy`
+/// (lib/cf-h1-proxy.c, cf-h2-proxy.c), `proxy closed connection`
+/// (cf-h2-proxy.c), a proxy URL curl cannot use (`Unsupported proxy syntax
+/// in '…'`, `Unsupported proxy scheme for '…'`, `Unsupported proxy type`,
+/// lib/proxy.c and lib/peer.c), and the error code's text `proxy handshake
+/// error` (CURLE_PROXY, lib/strerror.c, curl 7.73 and later).
+fn curl_proxy(msg: &str) -> Option<Signal> {
+    if let Some(rest) = after(msg, "Unsupported proxy") {
+        return Some(Signal::new(
+            Category::Proxy,
+            "proxy URL",
+            format!(
+                "the proxy URL is not usable (Unsupported proxy{}): check httpProxy/httpsProxy",
+                token_until(rest, &['\'', '"', ':'])
+            ),
+            Nature::Fatal,
+        ));
+    }
+    let what = [
+        "Failed sending CONNECT to proxy",
+        "proxy closed connection",
+        "proxy handshake error",
+    ]
+    .into_iter()
+    .find(|w| msg.contains(w))?;
+    Some(Signal::new(
+        Category::Proxy,
+        "proxy CONNECT",
+        format!("the proxy failed the CONNECT tunnel ({what})"),
+        Nature::Transient,
+    ))
+}
+
+/// Go's proxy settings from the environment (golang.org/x/net
+/// `http/httpproxy`, which net/http's `ProxyFromEnvironment` uses):
+/// `invalid proxy address "…": …` when HTTP(S)_PROXY does not parse.
+fn proxy_address(msg: &str) -> Option<Signal> {
+    let rest = after(msg, "invalid proxy address")?;
+    let value = token_until(rest.trim_start(), &[':', ' ']);
+    Some(Signal::new(
+        Category::Proxy,
+        "proxy URL",
+        format!("the proxy setting does not parse (invalid proxy address {value}): check httpProxy/httpsProxy"),
+        Nature::Fatal,
+    ))
 }
 
 /// The connection errors Go prints, shortest first.
@@ -597,6 +681,33 @@ mod tests {
         assert_eq!(s.nature, Nature::Fatal);
         let s = sig(proxy, "Received HTTP code 403 from proxy after CONNECT");
         assert_eq!(s.key, "proxy CONNECT 403");
+    }
+
+    #[test]
+    fn the_whole_proxy_family() {
+        // Go's transport: the CONNECT status text as the request's error.
+        let s = sig(
+            proxy,
+            r#"Error: initializing source docker://quay.io/openshift-release-dev/ocp-release:4.14.1-x86_64: pinging container registry quay.io: Get "https://quay.io/v2/": Forbidden"#,
+        );
+        assert_eq!((s.category, s.nature), (Category::Proxy, Nature::Fatal));
+        assert!(s.summary.contains("quay.io"), "{}", s.summary);
+        // A 503 from the hop is the target's failure, not the proxy's.
+        assert!(proxy(r#"Get "https://quay.io/v2/": Service Unavailable"#).is_none());
+        // Not a Go url.Error: a server's own answer, or lower-case prose.
+        assert!(proxy("GET result: Forbidden").is_none());
+        assert!(proxy(r#"nodes "m0": Forbidden: node is not allowed"#).is_none());
+        assert!(proxy(r#"user "x": Forbidden access to this"#).is_none());
+        // curl's other proxy wordings and Go's unparsable setting.
+        for line in [
+            "curl: (56) Failed sending CONNECT to proxy",
+            "error: Curl error (56): Failure when receiving data from the peer [proxy closed connection]",
+            "curl: (97) proxy handshake error",
+            "curl: (5) Unsupported proxy syntax in 'http//proxy:3128': Port number was not a decimal number",
+            r#"Get "https://quay.io/v2/": invalid proxy address "proxy.example.com:3128:": parse error"#,
+        ] {
+            assert_eq!(sig(proxy, line).category, Category::Proxy, "{line}");
+        }
     }
 
     #[test]

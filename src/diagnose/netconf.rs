@@ -145,6 +145,38 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
             ));
         }
     }
+    // kubelet reading the resolver file it gives pods
+    // (pkg/kubelet/network/dns/dns.go, `getHostDNSConfig`): `"Could not open
+    // resolv conf file." err="open /run/systemd/resolve/resolv.conf: no
+    // such file or directory"`, `Could not parse resolv conf file.`; no pod
+    // sandbox is created until it reads (older kubelets printed the same
+    // words through glog).
+    if let Some(rest) = after(msg, "Could not open resolv conf")
+        .or_else(|| after(msg, "Could not parse resolv conf"))
+    {
+        let path = after(rest, "open ")
+            .map(|p| token_until(p, &[':', ' ', '"']))
+            .filter(|p| p.contains("resolv"))
+            .unwrap_or("resolv.conf");
+        return Some(Signal::new(
+            Category::DnsConfig,
+            "resolv.conf",
+            format!("kubelet cannot read {path}, the resolver file it gives pods: no pod starts"),
+            Nature::Fatal,
+        ));
+    }
+    // kubelet's DNSConfigForming warning (dns.go, `formDNSNameserversFitsLimits`:
+    // `Nameserver limits were exceeded, some nameservers have been omitted,
+    // the applied nameserver line is: …`): more than three nameservers; the
+    // ones cut are never asked. A note, not a cause on its own.
+    if msg.contains("nameservers have been omitted") {
+        return Some(Signal::new(
+            Category::DnsConfig,
+            "resolv.conf nameservers",
+            "resolv.conf names more than 3 nameservers: kubelet gives pods only the first 3".into(),
+            Nature::Note,
+        ));
+    }
     if msg.contains("no DNS servers") {
         return Some(Signal::new(
             Category::DnsConfig,
@@ -171,32 +203,65 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
 /// The words of [`mtu`]'s messages; its anchors too.
 pub(super) const MTU: &[&str] = &[
     "message too long",
+    // strerror(EMSGSIZE) in glibc's wording: iputils `ping: sendmsg:
+    // Message too long`, `ping: local error: Message too long, mtu=1450`.
+    "Message too long",
     "frag needed",
+    // iputils ping (ping/ping.c, pr_icmph) printing the ICMP answer of a
+    // router: `Frag needed and DF set (mtu = 1400)`.
+    "Frag needed",
     "packet too big",
     "Packet too big",
     "MTU mismatch",
     "mtu mismatch",
     "MTU of",
     "MTU (",
+    // The kernel refusing an MTU the device cannot carry (net/core/dev.c,
+    // `dev_validate_mtu`: the extack `mtu greater than device maximum`
+    // that `ip link set … mtu N` prints as `Error: …`; older kernels
+    // `Invalid MTU %d requested, hw max %d`).
+    "mtu greater than device maximum",
+    "Invalid MTU",
+    // NetworkManager failing to set the MTU a profile asks for
+    // (src/core/devices/nm-device.c, `_commit_mtu`: `mtu: failure to
+    // force-set MTU to %u`); read through `MTU to`, with `failure to`. Its
+    // siblings `mtu: failure to set MTU. %s` and `… set IPv6 MTU` hold no
+    // needle of the anchor finder's table and are not read.
+    "MTU to",
 ];
 
 /// Large packets lost: the MTU checks and errors that say so.
 pub(super) fn mtu(msg: &str) -> Option<Signal> {
     let what = MTU.iter().find(|w| msg.contains(*w))?;
-    if what.starts_with("MTU")
+    if *what == "MTU to" {
+        if !msg.contains("failure to") {
+            return None;
+        }
+    } else if what.starts_with("MTU")
         && !["small", "large", "mismatch", "exceed", "bigger"]
             .iter()
             .any(|w| msg.contains(w))
     {
         return None;
     }
+    if *what == "Invalid MTU" && !msg.contains("requested") {
+        return None;
+    }
+    let refused = ["mtu greater than device maximum", "Invalid MTU", "MTU to"].contains(what);
     Some(Signal::new(
         Category::MtuMismatch,
         "mtu",
-        format!(
-            "packets larger than the path's MTU are lost ({})",
-            shorten(msg.trim(), 100)
-        ),
+        if refused {
+            format!(
+                "an MTU the device cannot take was asked for ({})",
+                shorten(msg.trim(), 100)
+            )
+        } else {
+            format!(
+                "packets larger than the path's MTU are lost ({})",
+                shorten(msg.trim(), 100)
+            )
+        },
         Nature::Fatal,
     ))
 }
@@ -303,5 +368,43 @@ mod tests {
         assert_eq!(s.category, Category::EgressBlocked);
         assert!(egress("dial tcp 10.0.0.5:443: i/o timeout").is_none());
         assert!(mtu("write: message too long").is_some());
+    }
+
+    #[test]
+    fn the_mtu_family() {
+        for line in [
+            "ping: sendmsg: Message too long",
+            "From 10.0.0.1 icmp_seq=1 Frag needed and DF set (mtu = 1400)",
+            "Error: mtu greater than device maximum.",
+            "eth0: Invalid MTU 9000 requested, hw max 1500",
+            "<warn>  [1700000000.1234] device (br-ex): mtu: failure to force-set MTU to 8999",
+            "F1122 node.go:1508] MTU (1400) of network interface br-ex is too small for specified overlay MTU (1500)",
+        ] {
+            assert_eq!(
+                mtu(line).map(|s| s.category),
+                Some(Category::MtuMismatch),
+                "{line}"
+            );
+        }
+        for line in [
+            "device (br-ex): mtu: force-set MTU to 8999",
+            "Invalid MTU '9000x'",
+            "set MTU of eth0 to 9000",
+        ] {
+            assert!(mtu(line).is_none(), "{line}");
+        }
+    }
+
+    #[test]
+    fn kubelet_reading_the_resolver_file() {
+        let s = dns_config(r#"E1021 22:03:22.826020  122472 dns.go:292] "Could not open resolv conf file." err="open /run/systemd/resolve/resolv.conf: no such file or directory""#).unwrap();
+        assert_eq!((s.category, s.nature), (Category::DnsConfig, Nature::Fatal));
+        assert!(
+            s.summary.contains("/run/systemd/resolve/resolv.conf"),
+            "{}",
+            s.summary
+        );
+        let s = dns_config(r#"W1122 dns.go:206] "Nameserver limits exceeded" err="Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 10.0.0.1 10.0.0.2 10.0.0.3""#).unwrap();
+        assert_eq!(s.nature, Nature::Note);
     }
 }
