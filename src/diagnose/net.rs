@@ -363,8 +363,30 @@ pub(super) fn api(msg: &str) -> Option<Signal> {
     // ensure lease exists, will retry`, older `failed to ensure node lease
     // exists`). Only with a network error: a refusal by admission is not
     // an unreachable API.
-    if msg.contains("Unable to register node") || msg.contains("lease exists") {
-        let err = short_net_error(msg)?;
+    // The same for kubelet's status updates (kubelet_node_status.go:
+    // `Error updating node status, will retry`, glog's lower-case `error
+    // updating node status` before 1.2, then `Unable to update node
+    // status: update node status exceeds retry count`), its CSI plugin's
+    // wait (pkg/volume/csi/csi_plugin.go: `Failed to contact API server
+    // when waiting for CSINode publishing`) and every client-go leader
+    // election on the host (tools/leaderelection/leaderelection.go: `error
+    // retrieving resource lock NS/NAME: Get "…": dial tcp …`).
+    if [
+        "Unable to register node",
+        "lease exists",
+        "rror updating node status",
+        "Unable to update node status",
+        "Failed to contact API server",
+        "error retrieving resource lock",
+    ]
+    .iter()
+    .any(|w| msg.contains(w))
+    {
+        let err = short_net_error(msg).or_else(|| {
+            // x/net/http2's transport losing its one connection.
+            msg.contains("http2: client connection lost")
+                .then_some("http2: client connection lost")
+        })?;
         let ep = url_host(msg).unwrap_or("the API");
         return Some(Signal::new(
             Category::ApiUnreachable,
@@ -372,6 +394,22 @@ pub(super) fn api(msg: &str) -> Option<Signal> {
             format!("API {ep} unreachable ({err})"),
             Nature::Transient,
         ));
+    }
+    // kubectl and oc when the connection is refused
+    // (k8s.io/kubectl/pkg/cmd/util/helpers.go, `StandardErrorMessage`: `The
+    // connection to the server %s was refused - did you specify the right
+    // host or port?`), on any port.
+    if let Some(rest) = after(msg, "to the server ") {
+        if msg.contains("did you specify the right host") {
+            let ep = token_until(rest, &[' ']);
+            let ep = if ep.is_empty() { "the API" } else { ep };
+            return Some(Signal::new(
+                Category::ApiUnreachable,
+                ep,
+                format!("API {ep} unreachable (connection refused)"),
+                Nature::Transient,
+            ));
+        }
     }
     if msg.contains("Unable to connect to the server") {
         let ep = url_host(msg).unwrap_or("the API");
@@ -487,6 +525,53 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
         || msg.contains("without any active interface")
         || (msg.contains("-> unavailable") && msg.contains("carrier-changed"));
     let up = msg.contains("link connected") || msg.contains("Link is Up");
+    // systemd-networkd (src/network/networkd-link.c: `IFACE: Lost carrier`,
+    // `IFACE: Gained carrier`).
+    if let Some(at) = msg
+        .find(": Lost carrier")
+        .or_else(|| msg.find(": Gained carrier"))
+    {
+        let dev = msg[..at].rsplit([' ', ']']).next().unwrap_or("");
+        if !dev.is_empty() {
+            let gained = msg[at..].starts_with(": Gained");
+            return Some(Signal::new(
+                Category::NetworkLink,
+                dev,
+                if gained {
+                    format!("{dev}: link up")
+                } else {
+                    format!("{dev}: link down (lost carrier)")
+                },
+                if gained {
+                    Nature::Recovery
+                } else {
+                    Nature::Transient
+                },
+            ));
+        }
+    }
+    // The kernel's transmit watchdog (net/sched/sch_generic.c,
+    // `dev_watchdog`): `NETDEV WATCHDOG: eth0 (e1000e): transmit queue 0
+    // timed out` (6.x: `… eth0: NETDEV WATCHDOG: CPU: 3: transmit queue 0
+    // timed out 5432 ms`): the NIC stopped sending, its driver resets it.
+    if msg.contains("NETDEV WATCHDOG") && msg.contains("transmit queue") {
+        let dev = after(msg, "NETDEV WATCHDOG: ")
+            .map(|r| token_until(r, &[' ', ':']))
+            .filter(|d| !d.is_empty() && *d != "CPU")
+            .or_else(|| {
+                let at = msg.find(": NETDEV WATCHDOG")?;
+                msg[..at].rsplit(' ').next()
+            })
+            .unwrap_or("a NIC");
+        return Some(Signal::new(
+            Category::NetworkLink,
+            dev,
+            format!(
+                "{dev}: the NIC stopped transmitting (NETDEV WATCHDOG: transmit queue timed out)"
+            ),
+            Nature::Transient,
+        ));
+    }
     if down || up {
         let dev = device().filter(|d| !d.is_empty())?;
         if up {
@@ -708,6 +793,41 @@ mod tests {
         ] {
             assert_eq!(sig(proxy, line).category, Category::Proxy, "{line}");
         }
+    }
+
+    #[test]
+    fn kubelet_and_clients_losing_the_api_on_any_port() {
+        for (line, key) in [
+            (r#"E0927 08:59:59.849143    2397 kubelet_node_status.go:487] "Error updating node status, will retry" err="error getting node \"w0\": Get \"https://api-int.c.example.com/api/v1/nodes/w0?timeout=10s\": http2: client connection lost""#, "api-int.c.example.com"),
+            ("E0117 19:14:10.956418   16499 kubelet_node_status.go:380] Error updating node status, will retry: error getting node \"w0\": Get https://192.168.160.3:443/api/v1/nodes/w0: dial tcp 192.168.160.3:443: i/o timeout", "192.168.160.3:443"),
+            (r#"E1122 leaderelection.go:331] error retrieving resource lock openshift-machine-config-operator/machine-config-controller: Get "https://172.30.0.1:443/api/v1/namespaces/x/configmaps/y": dial tcp 172.30.0.1:443: connect: no route to host"#, "172.30.0.1:443"),
+            ("The connection to the server api.c.example.com:443 was refused - did you specify the right host or port?", "api.c.example.com:443"),
+        ] {
+            let s = sig(api, line);
+            assert_eq!((s.category, s.key.as_str()), (Category::ApiUnreachable, key), "{line}");
+        }
+        // Refused by the API itself, not unreachable.
+        assert!(api(r#"Error updating node status, will retry: error getting node "w0": nodes "w0" is forbidden"#).is_none());
+    }
+
+    #[test]
+    fn networkd_and_the_transmit_watchdog() {
+        let s = sig(link, "systemd-networkd[612]: eno1: Lost carrier");
+        assert_eq!(
+            (s.category, s.key.as_str()),
+            (Category::NetworkLink, "eno1")
+        );
+        assert_eq!(
+            sig(link, "systemd-networkd[612]: eno1: Gained carrier").nature,
+            Nature::Recovery
+        );
+        let s = sig(
+            link,
+            "kernel: NETDEV WATCHDOG: eno1 (e1000e): transmit queue 0 timed out",
+        );
+        assert_eq!(s.key, "eno1");
+        let s = sig(link, "kernel: ixgbe 0000:01:00.0 eno2: NETDEV WATCHDOG: CPU: 3: transmit queue 0 timed out 5432 ms");
+        assert_eq!(s.key, "eno2");
     }
 
     #[test]

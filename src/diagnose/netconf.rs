@@ -23,6 +23,17 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         "no bridge named br-ex",
         "reason 'ovsdb-failed'",
         "of local ovs-interface",
+        // configure-ovs.sh's own refusals (configure-ovs-network.yaml):
+        // no NetworkManager profile for the default interface, no Open
+        // vSwitch on the host.
+        "cannot find connection for interface",
+        "Openvswitch package is not installed",
+        // Open vSwitch: ovs-vswitchd cannot open a port's device
+        // (vswitchd/bridge.c, `could not open network device %s (%s)`),
+        // ovs-vsctl cannot reach ovsdb-server (utilities/ovs-vsctl.c,
+        // `%s: database connection failed (%s)`).
+        "could not open network device",
+        "database connection failed",
     ];
     let ovs_context = msg.contains("configure-ovs") || msg.contains("ovs-if-");
     if let Some(what) = FAILURES.iter().find(|w| msg.contains(*w)) {
@@ -57,7 +68,14 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         }
     }
     if ovs_context {
-        if let Some(rest) = after(msg, "Error: ") {
+        // configure-ovs.sh's `echo "ERROR: …"` lines (cannot determine the
+        // VLAN of a profile, the cloned profile missing, an empty user
+        // bridge file, …), and nmcli's `Error: …` inside them. Not its
+        // `ERROR: Unable to find default gateway interface`: the missing
+        // route is the cause (`route`).
+        if let Some(rest) = after(msg, "Error: ")
+            .or_else(|| after(msg, "ERROR: ").filter(|r| !r.contains("default gateway")))
+        {
             return Some(Signal::new(
                 Category::OvsConfig,
                 "br-ex",
@@ -368,6 +386,27 @@ mod tests {
         assert_eq!(s.category, Category::EgressBlocked);
         assert!(egress("dial tcp 10.0.0.5:443: i/o timeout").is_none());
         assert!(mtu("write: message too long").is_some());
+    }
+
+    #[test]
+    fn configure_ovs_and_open_vswitch_refusals() {
+        for line in [
+            "configure-ovs.sh[1299]: ERROR: cannot find connection for interface: ens3",
+            "configure-ovs.sh[1299]: ERROR: unable to determine vlan_id for vlan connection: bond0.100",
+            "configure-ovs.sh[1299]: WARNING: Openvswitch package is not installed!",
+            "ovs-vswitchd[1022]: ovs|00061|bridge|WARN|could not open network device ens3 (No such device)",
+            "ovs-vsctl: unix:/var/run/openvswitch/db.sock: database connection failed (No such file or directory)",
+        ] {
+            assert_eq!(
+                ovs(line).map(|s| s.category),
+                Some(Category::OvsConfig),
+                "{line}"
+            );
+        }
+        assert!(
+            ovs("configure-ovs.sh[1299]: ERROR: Unable to find default gateway interface")
+                .is_none()
+        );
     }
 
     #[test]

@@ -268,6 +268,10 @@ pub(super) const RULES: &[Rule] = &[
             "no bridge named br-ex",
             "ovsdb-failed",
             "of local ovs-interface",
+            "cannot find connection for interface",
+            "Openvswitch package is not installed",
+            "could not open network device",
+            "database connection failed",
         ],
     },
     Rule {
@@ -331,6 +335,11 @@ pub(super) const RULES: &[Rule] = &[
             "Successfully registered node",
             "Unable to register node",
             "lease exists",
+            "rror updating node status",
+            "Unable to update node status",
+            "Failed to contact API server",
+            "error retrieving resource lock",
+            "did you specify the right host",
         ],
     },
     Rule {
@@ -365,6 +374,11 @@ pub(super) const RULES: &[Rule] = &[
             "state changed no lease",
             "IP config not received",
             "attached as port",
+            "Lost carrier",
+            "Gained carrier",
+            // The transmit watchdog's `transmit queue N timed out`: its own
+            // words hold no needle of the finder's table.
+            "timed out",
         ],
     },
     Rule {
