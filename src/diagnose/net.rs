@@ -444,6 +444,40 @@ pub(super) fn mcs(msg: &str) -> Option<Signal> {
             Nature::Recovery,
         ));
     }
+    // Ignition's answer line for a status it retries on
+    // (internal/resource/http.go: `%s result: %s` with
+    // `http.StatusText`), on a line of its own after the `attempt #N`
+    // line that named the URL. On an OpenShift host Ignition's only fetch
+    // is its pool's config. Read for the statuses whose words hold a
+    // needle of the anchor finder's table (`Internal Server Error`, `Not
+    // Found` hold none).
+    if let Some(rest) = after(msg, "GET result: ") {
+        if let Some(status) = ["Service Unavailable", "Forbidden"]
+            .into_iter()
+            .find(|s| rest.starts_with(s))
+        {
+            return Some(Signal::new(
+                Category::McsUnreachable,
+                "the machine config server",
+                format!("the machine config server answered Ignition {status}"),
+                Nature::Transient,
+            ));
+        }
+    }
+    // Ignition giving up (internal/resource/http.go `ErrTimeout`, `unable
+    // to fetch resource in time`, logged by internal/exec/engine.go as
+    // `failed to fetch config: …`).
+    if msg.contains("unable to fetch resource in time") {
+        let ep = url_host(msg).unwrap_or("the machine config server");
+        return Some(Signal::new(
+            Category::McsUnreachable,
+            ep,
+            format!(
+                "Ignition gave up fetching its config from {ep} (unable to fetch resource in time)"
+            ),
+            Nature::Fatal,
+        ));
+    }
     // Ignition's `GET https://…:22623/config/worker: attempt #N`: the first
     // attempts fail on every boot while the network comes up; many mean
     // the server does not answer.
@@ -808,6 +842,19 @@ mod tests {
         }
         // Refused by the API itself, not unreachable.
         assert!(api(r#"Error updating node status, will retry: error getting node "w0": nodes "w0" is forbidden"#).is_none());
+    }
+
+    #[test]
+    fn ignition_s_answers_and_its_timeout() {
+        let s = sig(mcs, "ignition[779]: GET result: Service Unavailable");
+        assert_eq!(s.category, Category::McsUnreachable);
+        assert!(mcs("ignition[779]: GET result: Forbidden").is_some());
+        assert!(mcs("ignition[779]: GET result: OK").is_some_and(|s| s.nature == Nature::Recovery));
+        let s = sig(
+            mcs,
+            "ignition[779]: failed to fetch config: unable to fetch resource in time",
+        );
+        assert_eq!(s.nature, Nature::Fatal);
     }
 
     #[test]

@@ -306,6 +306,7 @@ pub(super) const RULES: &[Rule] = &[
             "received an invalid passwd",
             "not present in MASTER advert",
             "advertisement interval mismatch",
+            "conflict for address",
         ],
     },
     Rule {
@@ -325,7 +326,15 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         check: net::mcs,
-        anchors: &[":22623", "GET result: OK", "GET error", ": attempt #"],
+        anchors: &[
+            ":22623",
+            "GET result: OK",
+            "GET error",
+            ": attempt #",
+            "GET result: Service Unavailable",
+            "GET result: Forbidden",
+            "unable to fetch resource in time",
+        ],
     },
     Rule {
         check: net::api,
