@@ -227,29 +227,38 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
 /// Go's `net/http` transport (transport.go, `dialConn`) answering a CONNECT
 /// that the proxy refused: it returns the status line's text alone as the
 /// request's error, so the `url.Error` reads `Get "https://quay.io/v2/":
-/// Forbidden` (every Go version since the CONNECT code was written; the
-/// 407 `Proxy Authentication Required` is read above). A server that
-/// answers the request itself gives a response, never this error: only the
-/// hop in between (a proxy) can. Read when the status ends the message
-/// (or a quote or bracket closes it). Only `Forbidden`, the hop's own
-/// refusal: a `Service Unavailable` (or 502, 504) from it says the target
-/// behind it is down, and is read as that target's failure (`api`, `mcs`).
+/// Forbidden` (Go 1.14 and later quote the URL: `Get https://…/v2/:
+/// Forbidden` before; the 407 `Proxy Authentication Required` is read
+/// above). A server that answers the request itself gives a response,
+/// never this error: only the hop in between (a proxy) can. Read when the
+/// status follows `METHOD URL: ` and ends the message (or a quote, bracket
+/// or stop closes it). Only `Forbidden`, the hop's own refusal: a `Service
+/// Unavailable` (or 502, 504) from it says the target behind it is down,
+/// and is read as that target's failure (`api`, `mcs`).
 fn proxy_connect_status(msg: &str) -> Option<Signal> {
-    const STATUS: &str = "\": Forbidden";
+    const STATUS: &str = ": Forbidden";
     let at = msg.find(STATUS)?;
     let tail = &msg[at + STATUS.len()..];
     let ends = tail
         .chars()
         .next()
-        .is_none_or(|c| matches!(c, '"' | '\'' | ')' | ']' | '\\' | ',' | ' ' | '\n'));
+        .is_none_or(|c| matches!(c, '"' | '\'' | ')' | ']' | '\\' | ',' | '.' | ' ' | '\n'));
     if !ends
         || tail
-            .trim_start()
+            .trim_start_matches(['.', ' '])
             .starts_with(|c: char| c.is_ascii_lowercase())
     {
         return None;
     }
-    let target = url_host(msg).unwrap_or("the target");
+    // `METHOD URL` (or `METHOD "URL"`) right before it: Go's url.Error.
+    let mut words = msg[..at].rsplit(' ');
+    let url = words.next()?.trim_matches(['"', '\\']);
+    let method = words.next()?;
+    let is_method = ["Get", "Head", "Post", "Put", "Patch", "Delete", "Options"].contains(&method);
+    if !is_method || !(url.starts_with("https://") || url.starts_with("http://")) {
+        return None;
+    }
+    let target = url_host(url).unwrap_or("the target");
     Some(Signal::new(
         Category::Proxy,
         "the proxy",
@@ -811,6 +820,15 @@ mod tests {
         );
         assert_eq!((s.category, s.nature), (Category::Proxy, Nature::Fatal));
         assert!(s.summary.contains("quay.io"), "{}", s.summary);
+        // Go before 1.14 did not quote the URL.
+        let s = sig(
+            proxy,
+            "v2 ping attempt failed with error: Get https://172.30.96.214:5000/v2/: Forbidden",
+        );
+        assert!(s.summary.contains("172.30.96.214:5000"), "{}", s.summary);
+        assert!(proxy("v1 ping attempt failed with error: Get https://172.30.96.214:5000/v1/_ping: Forbidden. If this private registry supports only HTTP").is_some());
+        // Not after a request: a status in prose.
+        assert!(proxy("Error from server: Forbidden").is_none());
         // A 503 from the hop is the target's failure, not the proxy's.
         assert!(proxy(r#"Get "https://quay.io/v2/": Service Unavailable"#).is_none());
         // Not a Go url.Error: a server's own answer, or lower-case prose.

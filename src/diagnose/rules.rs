@@ -113,7 +113,7 @@ pub(super) const RULES: &[Rule] = &[
             "Couldn't resolve proxy",
             "Proxy CONNECT aborted",
             "Unable to connect to the server: ",
-            "\": Forbidden",
+            ": Forbidden",
             "Unsupported proxy",
             "CONNECT to proxy",
             "proxy closed connection",
