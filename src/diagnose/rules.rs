@@ -232,6 +232,10 @@ pub(super) const RULES: &[Rule] = &[
             "composefs",
             "unsupported config version",
             "config version not supported",
+            "Invalid ref name",
+            // ostree's `Remote "ostree-unverified-registry" not found`:
+            // the transport's words hold no needle of the finder's table.
+            "\" not found",
         ],
     },
     Rule {
