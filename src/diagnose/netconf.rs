@@ -183,6 +183,23 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
             Nature::Fatal,
         ));
     }
+    // NetworkManager failing to write the resolver configuration
+    // (src/core/dns/nm-dns-manager.c: `could not commit DNS changes: %s`,
+    // `update-dns: plugin %s update failed: %s` for its dnsmasq or
+    // systemd-resolved plugin): resolv.conf keeps what it had, or nothing.
+    if msg.contains("could not commit DNS changes")
+        || (msg.contains("update-dns: plugin") && msg.contains("update failed"))
+    {
+        return Some(Signal::new(
+            Category::DnsConfig,
+            "resolv.conf",
+            format!(
+                "NetworkManager could not write the resolver configuration ({})",
+                shorten(msg.trim(), 100)
+            ),
+            Nature::Fatal,
+        ));
+    }
     // kubelet's DNSConfigForming warning (dns.go, `formDNSNameserversFitsLimits`:
     // `Nameserver limits were exceeded, some nameservers have been omitted,
     // the applied nameserver line is: …`): more than three nameservers; the
@@ -445,5 +462,11 @@ mod tests {
         );
         let s = dns_config(r#"W1122 dns.go:206] "Nameserver limits exceeded" err="Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 10.0.0.1 10.0.0.2 10.0.0.3""#).unwrap();
         assert_eq!(s.nature, Nature::Note);
+        for line in [
+            "NetworkManager[1022]: <warn>  [1700000000.1234] dns-mgr: could not commit DNS changes: Error writing /etc/resolv.conf: Read-only file system",
+            "NetworkManager[1022]: <warn>  [1700000000.1234] dns-mgr: update-dns: plugin systemd-resolved update failed: Failed to connect",
+        ] {
+            assert_eq!(dns_config(line).map(|s| s.category), Some(Category::DnsConfig), "{line}");
+        }
     }
 }

@@ -132,6 +132,8 @@ pub(super) const RULES: &[Rule] = &[
             "Could not open resolv conf",
             "Could not parse resolv conf",
             "nameservers have been omitted",
+            "could not commit DNS changes",
+            "update-dns: plugin",
         ],
     },
     Rule {
