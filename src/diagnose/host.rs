@@ -157,6 +157,9 @@ pub(super) fn duplicate_ip(msg: &str) -> Option<Signal> {
         "duplicate address check failed",
         "IPv6 duplicate address",
         "because of DAD conflicts",
+        // NetworkManager 1.14 to 1.30 (src/devices/nm-acd-manager.c):
+        // `conflict for address A detected with host M on interface 'I'`.
+        "conflict for address",
     ];
     if let Some(what) = VRRP_FOREIGN.iter().find(|w| msg.contains(*w)) {
         return Some(vrrp_collision(msg, what));
@@ -256,6 +259,15 @@ mod tests {
             "(VI_1) received lower priority (90) advert from 10.0.0.2 - discarding"
         )
         .is_none());
+    }
+
+    #[test]
+    fn networkmanager_s_older_acd_wording() {
+        let s = duplicate_ip("<warn>  [1600000000.1234] acd: conflict for address 192.168.1.20 detected with host 52:54:00:aa:bb:cc on interface 'ens3'").unwrap();
+        assert_eq!(
+            (s.category, s.key.as_str()),
+            (Category::DuplicateIp, "192.168.1.20")
+        );
     }
 
     #[test]

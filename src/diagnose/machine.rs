@@ -27,6 +27,14 @@ pub(super) fn os_image(msg: &str) -> Option<Signal> {
         "failed to deploy container image",
         "ostree-prepare-root",
         "composefs",
+        // An rpm-ostree without container support reads the container
+        // refspec `ostree-unverified-registry:IMAGE` as `REMOTE:REF`:
+        // ostree then refuses the image as a ref (src/libostree/ostree-core.c,
+        // `Invalid ref name %s`) or the transport as a remote
+        // (ostree-repo.c, `Remote "%s" not found`, read for the
+        // `ostree-…` transports only).
+        "Invalid ref name",
+        "Remote \"ostree-",
     ];
     if let Some(rest) = after_lit!(msg, "expected target osImageURL ") {
         let want = token_until(rest.trim_start_matches(['"', '\\']), &['"', '\\', ',']);
@@ -59,9 +67,16 @@ pub(super) fn os_image(msg: &str) -> Option<Signal> {
         .find(|w| msg.contains(*w))
         .filter(|_| !forced)
     {
-        let failed = ["fail", "error", "Error", "not new enough", "Invalid"]
-            .iter()
-            .any(|w| msg.contains(w));
+        let failed = [
+            "fail",
+            "error",
+            "Error",
+            "not new enough",
+            "Invalid",
+            "not found",
+        ]
+        .iter()
+        .any(|w| msg.contains(w));
         if rebase && failed {
             return Some(Signal::new(
                 Category::OsImageMismatch,
@@ -253,6 +268,18 @@ mod tests {
         let s = manifest("failed to create cluster-config.yaml: error converting YAML to JSON: yaml: line 4: mapping values are not allowed in this context").unwrap();
         assert_eq!(s.key, "cluster-config.yaml");
         assert!(manifest("error parsing the date").is_none());
+    }
+
+    #[test]
+    fn ostree_refusing_a_container_refspec_is_an_old_boot_image() {
+        for line in [
+            "error running rpm-ostree rebase --experimental ostree-unverified-registry:quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:aa11: error: Invalid ref name quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:aa11",
+            r#"failed to update OS to quay.io/x@sha256:aa11 : error running rpm-ostree rebase --experimental ostree-unverified-registry:quay.io/x@sha256:aa11: error: Remote "ostree-unverified-registry" not found"#,
+        ] {
+            let s = os_image(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(s.category, Category::OsImageMismatch);
+        }
+        assert!(os_image(r#"error: Remote "origin" not found"#).is_none());
     }
 
     #[test]

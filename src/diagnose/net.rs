@@ -219,7 +219,100 @@ pub(super) fn proxy(msg: &str) -> Option<Signal> {
             ));
         }
     }
-    None
+    proxy_connect_status(msg)
+        .or_else(|| curl_proxy(msg))
+        .or_else(|| proxy_address(msg))
+}
+
+/// Go's `net/http` transport (transport.go, `dialConn`) answering a CONNECT
+/// that the proxy refused: it returns the status line's text alone as the
+/// request's error, so the `url.Error` reads `Get "https://quay.io/v2/":
+/// Forbidden` (Go 1.14 and later quote the URL: `Get https://…/v2/:
+/// Forbidden` before; the 407 `Proxy Authentication Required` is read
+/// above). A server that answers the request itself gives a response,
+/// never this error: only the hop in between (a proxy) can. Read when the
+/// status follows `METHOD URL: ` and ends the message (or a quote, bracket
+/// or stop closes it). Only `Forbidden`, the hop's own refusal: a `Service
+/// Unavailable` (or 502, 504) from it says the target behind it is down,
+/// and is read as that target's failure (`api`, `mcs`).
+fn proxy_connect_status(msg: &str) -> Option<Signal> {
+    const STATUS: &str = ": Forbidden";
+    let at = msg.find(STATUS)?;
+    let tail = &msg[at + STATUS.len()..];
+    let ends = tail
+        .chars()
+        .next()
+        .is_none_or(|c| matches!(c, '"' | '\'' | ')' | ']' | '\\' | ',' | '.' | ' ' | '\n'));
+    if !ends
+        || tail
+            .trim_start_matches(['.', ' '])
+            .starts_with(|c: char| c.is_ascii_lowercase())
+    {
+        return None;
+    }
+    // `METHOD URL` (or `METHOD "URL"`) right before it: Go's url.Error.
+    let mut words = msg[..at].rsplit(' ');
+    let url = words.next()?.trim_matches(['"', '\\']);
+    let method = words.next()?;
+    let is_method = ["Get", "Head", "Post", "Put", "Patch", "Delete", "Options"].contains(&method);
+    if !is_method || !(url.starts_with("https://") || url.starts_with("http://")) {
+        return None;
+    }
+    let target = url_host(url).unwrap_or("the target");
+    Some(Signal::new(
+        Category::Proxy,
+        "the proxy",
+        format!("the proxy refused to CONNECT to {target} (Forbidden): allow it on the proxy or add it to noProxy"),
+        Nature::Fatal,
+    ))
+}
+
+/// curl's other proxy failures (every libcurl user: rpm-ostree, dnf,
+/// podman's helpers, ostree): `Failed sending CONNECT to proxy`
+/// (lib/cf-h1-proxy.c, cf-h2-proxy.c), `proxy closed connection`
+/// (cf-h2-proxy.c), a proxy URL curl cannot use (`Unsupported proxy syntax
+/// in '…'`, `Unsupported proxy scheme for '…'`, `Unsupported proxy type`,
+/// lib/proxy.c and lib/peer.c), and the error code's text `proxy handshake
+/// error` (CURLE_PROXY, lib/strerror.c, curl 7.73 and later).
+fn curl_proxy(msg: &str) -> Option<Signal> {
+    if let Some(rest) = after_lit!(msg, "Unsupported proxy") {
+        return Some(Signal::new(
+            Category::Proxy,
+            "proxy URL",
+            format!(
+                "the proxy URL is not usable (Unsupported proxy{}): check httpProxy/httpsProxy",
+                token_until(rest, &['\'', '"', ':'])
+            ),
+            Nature::Fatal,
+        ));
+    }
+    let what = [
+        "Failed sending CONNECT to proxy",
+        "proxy closed connection",
+        "proxy handshake error",
+    ]
+    .into_iter()
+    .find(|w| msg.contains(w))?;
+    Some(Signal::new(
+        Category::Proxy,
+        "proxy CONNECT",
+        format!("the proxy failed the CONNECT tunnel ({what})"),
+        Nature::Transient,
+    ))
+}
+
+/// Go's proxy settings from the environment (golang.org/x/net
+/// `http/httpproxy`, which net/http's `ProxyFromEnvironment` uses):
+/// `invalid proxy address "…": …` when HTTP(S)_PROXY does not parse.
+fn proxy_address(msg: &str) -> Option<Signal> {
+    let rest = after_lit!(msg, "invalid proxy address")?;
+    let value = token_until(rest.trim_start(), &[':', ' ']);
+    Some(Signal::new(
+        Category::Proxy,
+        "proxy URL",
+        format!("the proxy setting does not parse (invalid proxy address {value}): check httpProxy/httpsProxy"),
+        Nature::Fatal,
+    ))
 }
 
 /// The connection errors Go prints, shortest first.
@@ -279,8 +372,29 @@ pub(super) fn api(msg: &str) -> Option<Signal> {
     // ensure lease exists, will retry`, older `failed to ensure node lease
     // exists`). Only with a network error: a refusal by admission is not
     // an unreachable API.
-    if has!(msg, "Unable to register node") || has!(msg, "lease exists") {
-        let err = short_net_error(msg)?;
+    // The same for kubelet's status updates (kubelet_node_status.go:
+    // `Error updating node status, will retry`, glog's lower-case `error
+    // updating node status` before 1.2, then `Unable to update node
+    // status: update node status exceeds retry count`), its CSI plugin's
+    // wait (pkg/volume/csi/csi_plugin.go: `Failed to contact API server
+    // when waiting for CSINode publishing`) and every client-go leader
+    // election on the host (tools/leaderelection/leaderelection.go: `error
+    // retrieving resource lock NS/NAME: Get "…": dial tcp …`).
+    if [
+        "Unable to register node",
+        "lease exists",
+        "rror updating node status",
+        "Unable to update node status",
+        "Failed to contact API server",
+        "error retrieving resource lock",
+    ]
+    .iter()
+    .any(|w| msg.contains(w))
+    {
+        let err = short_net_error(msg).or_else(|| {
+            // x/net/http2's transport losing its one connection.
+            has!(msg, "http2: client connection lost").then_some("http2: client connection lost")
+        })?;
         let ep = url_host(msg).unwrap_or("the API");
         return Some(Signal::new(
             Category::ApiUnreachable,
@@ -288,6 +402,22 @@ pub(super) fn api(msg: &str) -> Option<Signal> {
             format!("API {ep} unreachable ({err})"),
             Nature::Transient,
         ));
+    }
+    // kubectl and oc when the connection is refused
+    // (k8s.io/kubectl/pkg/cmd/util/helpers.go, `StandardErrorMessage`: `The
+    // connection to the server %s was refused - did you specify the right
+    // host or port?`), on any port.
+    if let Some(rest) = after_lit!(msg, "to the server ") {
+        if has!(msg, "did you specify the right host") {
+            let ep = token_until(rest, &[' ']);
+            let ep = if ep.is_empty() { "the API" } else { ep };
+            return Some(Signal::new(
+                Category::ApiUnreachable,
+                ep,
+                format!("API {ep} unreachable (connection refused)"),
+                Nature::Transient,
+            ));
+        }
     }
     if has!(msg, "Unable to connect to the server") {
         let ep = url_host(msg).unwrap_or("the API");
@@ -320,6 +450,40 @@ pub(super) fn mcs(msg: &str) -> Option<Signal> {
             "*",
             "Ignition fetched its config".into(),
             Nature::Recovery,
+        ));
+    }
+    // Ignition's answer line for a status it retries on
+    // (internal/resource/http.go: `%s result: %s` with
+    // `http.StatusText`), on a line of its own after the `attempt #N`
+    // line that named the URL. On an OpenShift host Ignition's only fetch
+    // is its pool's config. Read for the statuses whose words hold a
+    // needle of the anchor finder's table (`Internal Server Error`, `Not
+    // Found` hold none).
+    if let Some(rest) = after_lit!(msg, "GET result: ") {
+        if let Some(status) = ["Service Unavailable", "Forbidden"]
+            .into_iter()
+            .find(|s| rest.starts_with(s))
+        {
+            return Some(Signal::new(
+                Category::McsUnreachable,
+                "the machine config server",
+                format!("the machine config server answered Ignition {status}"),
+                Nature::Transient,
+            ));
+        }
+    }
+    // Ignition giving up (internal/resource/http.go `ErrTimeout`, `unable
+    // to fetch resource in time`, logged by internal/exec/engine.go as
+    // `failed to fetch config: …`).
+    if msg.contains("unable to fetch resource in time") {
+        let ep = url_host(msg).unwrap_or("the machine config server");
+        return Some(Signal::new(
+            Category::McsUnreachable,
+            ep,
+            format!(
+                "Ignition gave up fetching its config from {ep} (unable to fetch resource in time)"
+            ),
+            Nature::Fatal,
         ));
     }
     // Ignition's `GET https://…:22623/config/worker: attempt #N`: the first
@@ -401,6 +565,53 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
         || has!(msg, "without any active interface")
         || (has!(msg, "-> unavailable") && has!(msg, "carrier-changed"));
     let up = has!(msg, "link connected") || has!(msg, "Link is Up");
+    // systemd-networkd (src/network/networkd-link.c: `IFACE: Lost carrier`,
+    // `IFACE: Gained carrier`).
+    if let Some(at) = msg
+        .find(": Lost carrier")
+        .or_else(|| msg.find(": Gained carrier"))
+    {
+        let dev = msg[..at].rsplit([' ', ']']).next().unwrap_or("");
+        if !dev.is_empty() {
+            let gained = msg[at..].starts_with(": Gained");
+            return Some(Signal::new(
+                Category::NetworkLink,
+                dev,
+                if gained {
+                    format!("{dev}: link up")
+                } else {
+                    format!("{dev}: link down (lost carrier)")
+                },
+                if gained {
+                    Nature::Recovery
+                } else {
+                    Nature::Transient
+                },
+            ));
+        }
+    }
+    // The kernel's transmit watchdog (net/sched/sch_generic.c,
+    // `dev_watchdog`): `NETDEV WATCHDOG: eth0 (e1000e): transmit queue 0
+    // timed out` (6.x: `… eth0: NETDEV WATCHDOG: CPU: 3: transmit queue 0
+    // timed out 5432 ms`): the NIC stopped sending, its driver resets it.
+    if has!(msg, "NETDEV WATCHDOG") && has!(msg, "transmit queue") {
+        let dev = after_lit!(msg, "NETDEV WATCHDOG: ")
+            .map(|r| token_until(r, &[' ', ':']))
+            .filter(|d| !d.is_empty() && *d != "CPU")
+            .or_else(|| {
+                let at = msg.find(": NETDEV WATCHDOG")?;
+                msg[..at].rsplit(' ').next()
+            })
+            .unwrap_or("a NIC");
+        return Some(Signal::new(
+            Category::NetworkLink,
+            dev,
+            format!(
+                "{dev}: the NIC stopped transmitting (NETDEV WATCHDOG: transmit queue timed out)"
+            ),
+            Nature::Transient,
+        ));
+    }
     if down || up {
         let dev = device().filter(|d| !d.is_empty())?;
         if up {
@@ -595,6 +806,90 @@ mod tests {
         assert_eq!(s.nature, Nature::Fatal);
         let s = sig(proxy, "Received HTTP code 403 from proxy after CONNECT");
         assert_eq!(s.key, "proxy CONNECT 403");
+    }
+
+    #[test]
+    fn the_whole_proxy_family() {
+        // Go's transport: the CONNECT status text as the request's error.
+        let s = sig(
+            proxy,
+            r#"Error: initializing source docker://quay.io/openshift-release-dev/ocp-release:4.14.1-x86_64: pinging container registry quay.io: Get "https://quay.io/v2/": Forbidden"#,
+        );
+        assert_eq!((s.category, s.nature), (Category::Proxy, Nature::Fatal));
+        assert!(s.summary.contains("quay.io"), "{}", s.summary);
+        // Go before 1.14 did not quote the URL.
+        let s = sig(
+            proxy,
+            "v2 ping attempt failed with error: Get https://172.30.96.214:5000/v2/: Forbidden",
+        );
+        assert!(s.summary.contains("172.30.96.214:5000"), "{}", s.summary);
+        assert!(proxy("v1 ping attempt failed with error: Get https://172.30.96.214:5000/v1/_ping: Forbidden. If this private registry supports only HTTP").is_some());
+        // Not after a request: a status in prose.
+        assert!(proxy("Error from server: Forbidden").is_none());
+        // A 503 from the hop is the target's failure, not the proxy's.
+        assert!(proxy(r#"Get "https://quay.io/v2/": Service Unavailable"#).is_none());
+        // Not a Go url.Error: a server's own answer, or lower-case prose.
+        assert!(proxy("GET result: Forbidden").is_none());
+        assert!(proxy(r#"nodes "m0": Forbidden: node is not allowed"#).is_none());
+        assert!(proxy(r#"user "x": Forbidden access to this"#).is_none());
+        // curl's other proxy wordings and Go's unparsable setting.
+        for line in [
+            "curl: (56) Failed sending CONNECT to proxy",
+            "error: Curl error (56): Failure when receiving data from the peer [proxy closed connection]",
+            "curl: (97) proxy handshake error",
+            "curl: (5) Unsupported proxy syntax in 'http//proxy:3128': Port number was not a decimal number",
+            r#"Get "https://quay.io/v2/": invalid proxy address "proxy.example.com:3128:": parse error"#,
+        ] {
+            assert_eq!(sig(proxy, line).category, Category::Proxy, "{line}");
+        }
+    }
+
+    #[test]
+    fn kubelet_and_clients_losing_the_api_on_any_port() {
+        for (line, key) in [
+            (r#"E0927 08:59:59.849143    2397 kubelet_node_status.go:487] "Error updating node status, will retry" err="error getting node \"w0\": Get \"https://api-int.c.example.com/api/v1/nodes/w0?timeout=10s\": http2: client connection lost""#, "api-int.c.example.com"),
+            ("E0117 19:14:10.956418   16499 kubelet_node_status.go:380] Error updating node status, will retry: error getting node \"w0\": Get https://192.168.160.3:443/api/v1/nodes/w0: dial tcp 192.168.160.3:443: i/o timeout", "192.168.160.3:443"),
+            (r#"E1122 leaderelection.go:331] error retrieving resource lock openshift-machine-config-operator/machine-config-controller: Get "https://172.30.0.1:443/api/v1/namespaces/x/configmaps/y": dial tcp 172.30.0.1:443: connect: no route to host"#, "172.30.0.1:443"),
+            ("The connection to the server api.c.example.com:443 was refused - did you specify the right host or port?", "api.c.example.com:443"),
+        ] {
+            let s = sig(api, line);
+            assert_eq!((s.category, s.key.as_str()), (Category::ApiUnreachable, key), "{line}");
+        }
+        // Refused by the API itself, not unreachable.
+        assert!(api(r#"Error updating node status, will retry: error getting node "w0": nodes "w0" is forbidden"#).is_none());
+    }
+
+    #[test]
+    fn ignition_s_answers_and_its_timeout() {
+        let s = sig(mcs, "ignition[779]: GET result: Service Unavailable");
+        assert_eq!(s.category, Category::McsUnreachable);
+        assert!(mcs("ignition[779]: GET result: Forbidden").is_some());
+        assert!(mcs("ignition[779]: GET result: OK").is_some_and(|s| s.nature == Nature::Recovery));
+        let s = sig(
+            mcs,
+            "ignition[779]: failed to fetch config: unable to fetch resource in time",
+        );
+        assert_eq!(s.nature, Nature::Fatal);
+    }
+
+    #[test]
+    fn networkd_and_the_transmit_watchdog() {
+        let s = sig(link, "systemd-networkd[612]: eno1: Lost carrier");
+        assert_eq!(
+            (s.category, s.key.as_str()),
+            (Category::NetworkLink, "eno1")
+        );
+        assert_eq!(
+            sig(link, "systemd-networkd[612]: eno1: Gained carrier").nature,
+            Nature::Recovery
+        );
+        let s = sig(
+            link,
+            "kernel: NETDEV WATCHDOG: eno1 (e1000e): transmit queue 0 timed out",
+        );
+        assert_eq!(s.key, "eno1");
+        let s = sig(link, "kernel: ixgbe 0000:01:00.0 eno2: NETDEV WATCHDOG: CPU: 3: transmit queue 0 timed out 5432 ms");
+        assert_eq!(s.key, "eno2");
     }
 
     #[test]

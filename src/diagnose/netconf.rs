@@ -23,6 +23,17 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         "no bridge named br-ex",
         "reason 'ovsdb-failed'",
         "of local ovs-interface",
+        // configure-ovs.sh's own refusals (configure-ovs-network.yaml):
+        // no NetworkManager profile for the default interface, no Open
+        // vSwitch on the host.
+        "cannot find connection for interface",
+        "Openvswitch package is not installed",
+        // Open vSwitch: ovs-vswitchd cannot open a port's device
+        // (vswitchd/bridge.c, `could not open network device %s (%s)`),
+        // ovs-vsctl cannot reach ovsdb-server (utilities/ovs-vsctl.c,
+        // `%s: database connection failed (%s)`).
+        "could not open network device",
+        "database connection failed",
     ];
     let ovs_context = has!(msg, "configure-ovs") || has!(msg, "ovs-if-");
     if let Some(what) = FAILURES.iter().find(|w| msg.contains(*w)) {
@@ -57,7 +68,14 @@ pub(super) fn ovs(msg: &str) -> Option<Signal> {
         }
     }
     if ovs_context {
-        if let Some(rest) = after_lit!(msg, "Error: ") {
+        // configure-ovs.sh's `echo "ERROR: …"` lines (cannot determine the
+        // VLAN of a profile, the cloned profile missing, an empty user
+        // bridge file, …), and nmcli's `Error: …` inside them. Not its
+        // `ERROR: Unable to find default gateway interface`: the missing
+        // route is the cause (`route`).
+        if let Some(rest) = after_lit!(msg, "Error: ")
+            .or_else(|| after_lit!(msg, "ERROR: ").filter(|r| !r.contains("default gateway")))
+        {
             return Some(Signal::new(
                 Category::OvsConfig,
                 "br-ex",
@@ -144,6 +162,55 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
             ));
         }
     }
+    // kubelet reading the resolver file it gives pods
+    // (pkg/kubelet/network/dns/dns.go, `getHostDNSConfig`): `"Could not open
+    // resolv conf file." err="open /run/systemd/resolve/resolv.conf: no
+    // such file or directory"`, `Could not parse resolv conf file.`; no pod
+    // sandbox is created until it reads (older kubelets printed the same
+    // words through glog).
+    if let Some(rest) = after_lit!(msg, "Could not open resolv conf")
+        .or_else(|| after_lit!(msg, "Could not parse resolv conf"))
+    {
+        let path = after(rest, "open ")
+            .map(|p| token_until(p, &[':', ' ', '"']))
+            .filter(|p| p.contains("resolv"))
+            .unwrap_or("resolv.conf");
+        return Some(Signal::new(
+            Category::DnsConfig,
+            "resolv.conf",
+            format!("kubelet cannot read {path}, the resolver file it gives pods: no pod starts"),
+            Nature::Fatal,
+        ));
+    }
+    // NetworkManager failing to write the resolver configuration
+    // (src/core/dns/nm-dns-manager.c: `could not commit DNS changes: %s`,
+    // `update-dns: plugin %s update failed: %s` for its dnsmasq or
+    // systemd-resolved plugin): resolv.conf keeps what it had, or nothing.
+    if has!(msg, "could not commit DNS changes")
+        || (has!(msg, "update-dns: plugin") && has!(msg, "update failed"))
+    {
+        return Some(Signal::new(
+            Category::DnsConfig,
+            "resolv.conf",
+            format!(
+                "NetworkManager could not write the resolver configuration ({})",
+                shorten(msg.trim(), 100)
+            ),
+            Nature::Fatal,
+        ));
+    }
+    // kubelet's DNSConfigForming warning (dns.go, `formDNSNameserversFitsLimits`:
+    // `Nameserver limits were exceeded, some nameservers have been omitted,
+    // the applied nameserver line is: …`): more than three nameservers; the
+    // ones cut are never asked. A note, not a cause on its own.
+    if has!(msg, "nameservers have been omitted") {
+        return Some(Signal::new(
+            Category::DnsConfig,
+            "resolv.conf nameservers",
+            "resolv.conf names more than 3 nameservers: kubelet gives pods only the first 3".into(),
+            Nature::Note,
+        ));
+    }
     if has!(msg, "no DNS servers") {
         return Some(Signal::new(
             Category::DnsConfig,
@@ -170,32 +237,65 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
 /// The words of [`mtu`]'s messages; its anchors too.
 pub(super) const MTU: &[&str] = &[
     "message too long",
+    // strerror(EMSGSIZE) in glibc's wording: iputils `ping: sendmsg:
+    // Message too long`, `ping: local error: Message too long, mtu=1450`.
+    "Message too long",
     "frag needed",
+    // iputils ping (ping/ping.c, pr_icmph) printing the ICMP answer of a
+    // router: `Frag needed and DF set (mtu = 1400)`.
+    "Frag needed",
     "packet too big",
     "Packet too big",
     "MTU mismatch",
     "mtu mismatch",
     "MTU of",
     "MTU (",
+    // The kernel refusing an MTU the device cannot carry (net/core/dev.c,
+    // `dev_validate_mtu`: the extack `mtu greater than device maximum`
+    // that `ip link set … mtu N` prints as `Error: …`; older kernels
+    // `Invalid MTU %d requested, hw max %d`).
+    "mtu greater than device maximum",
+    "Invalid MTU",
+    // NetworkManager failing to set the MTU a profile asks for
+    // (src/core/devices/nm-device.c, `_commit_mtu`: `mtu: failure to
+    // force-set MTU to %u`); read through `MTU to`, with `failure to`. Its
+    // siblings `mtu: failure to set MTU. %s` and `… set IPv6 MTU` hold no
+    // needle of the anchor finder's table and are not read.
+    "MTU to",
 ];
 
 /// Large packets lost: the MTU checks and errors that say so.
 pub(super) fn mtu(msg: &str) -> Option<Signal> {
     let what = MTU.iter().find(|w| msg.contains(*w))?;
-    if what.starts_with("MTU")
+    if *what == "MTU to" {
+        if !msg.contains("failure to") {
+            return None;
+        }
+    } else if what.starts_with("MTU")
         && !["small", "large", "mismatch", "exceed", "bigger"]
             .iter()
             .any(|w| msg.contains(w))
     {
         return None;
     }
+    if *what == "Invalid MTU" && !msg.contains("requested") {
+        return None;
+    }
+    let refused = ["mtu greater than device maximum", "Invalid MTU", "MTU to"].contains(what);
     Some(Signal::new(
         Category::MtuMismatch,
         "mtu",
-        format!(
-            "packets larger than the path's MTU are lost ({})",
-            shorten(msg.trim(), 100)
-        ),
+        if refused {
+            format!(
+                "an MTU the device cannot take was asked for ({})",
+                shorten(msg.trim(), 100)
+            )
+        } else {
+            format!(
+                "packets larger than the path's MTU are lost ({})",
+                shorten(msg.trim(), 100)
+            )
+        },
         Nature::Fatal,
     ))
 }
@@ -302,5 +402,70 @@ mod tests {
         assert_eq!(s.category, Category::EgressBlocked);
         assert!(egress("dial tcp 10.0.0.5:443: i/o timeout").is_none());
         assert!(mtu("write: message too long").is_some());
+    }
+
+    #[test]
+    fn configure_ovs_and_open_vswitch_refusals() {
+        for line in [
+            "configure-ovs.sh[1299]: ERROR: cannot find connection for interface: ens3",
+            "configure-ovs.sh[1299]: ERROR: unable to determine vlan_id for vlan connection: bond0.100",
+            "configure-ovs.sh[1299]: WARNING: Openvswitch package is not installed!",
+            "ovs-vswitchd[1022]: ovs|00061|bridge|WARN|could not open network device ens3 (No such device)",
+            "ovs-vsctl: unix:/var/run/openvswitch/db.sock: database connection failed (No such file or directory)",
+        ] {
+            assert_eq!(
+                ovs(line).map(|s| s.category),
+                Some(Category::OvsConfig),
+                "{line}"
+            );
+        }
+        assert!(
+            ovs("configure-ovs.sh[1299]: ERROR: Unable to find default gateway interface")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn the_mtu_family() {
+        for line in [
+            "ping: sendmsg: Message too long",
+            "From 10.0.0.1 icmp_seq=1 Frag needed and DF set (mtu = 1400)",
+            "Error: mtu greater than device maximum.",
+            "eth0: Invalid MTU 9000 requested, hw max 1500",
+            "<warn>  [1700000000.1234] device (br-ex): mtu: failure to force-set MTU to 8999",
+            "F1122 node.go:1508] MTU (1400) of network interface br-ex is too small for specified overlay MTU (1500)",
+        ] {
+            assert_eq!(
+                mtu(line).map(|s| s.category),
+                Some(Category::MtuMismatch),
+                "{line}"
+            );
+        }
+        for line in [
+            "device (br-ex): mtu: force-set MTU to 8999",
+            "Invalid MTU '9000x'",
+            "set MTU of eth0 to 9000",
+        ] {
+            assert!(mtu(line).is_none(), "{line}");
+        }
+    }
+
+    #[test]
+    fn kubelet_reading_the_resolver_file() {
+        let s = dns_config(r#"E1021 22:03:22.826020  122472 dns.go:292] "Could not open resolv conf file." err="open /run/systemd/resolve/resolv.conf: no such file or directory""#).unwrap();
+        assert_eq!((s.category, s.nature), (Category::DnsConfig, Nature::Fatal));
+        assert!(
+            s.summary.contains("/run/systemd/resolve/resolv.conf"),
+            "{}",
+            s.summary
+        );
+        let s = dns_config(r#"W1122 dns.go:206] "Nameserver limits exceeded" err="Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 10.0.0.1 10.0.0.2 10.0.0.3""#).unwrap();
+        assert_eq!(s.nature, Nature::Note);
+        for line in [
+            "NetworkManager[1022]: <warn>  [1700000000.1234] dns-mgr: could not commit DNS changes: Error writing /etc/resolv.conf: Read-only file system",
+            "NetworkManager[1022]: <warn>  [1700000000.1234] dns-mgr: update-dns: plugin systemd-resolved update failed: Failed to connect",
+        ] {
+            assert_eq!(dns_config(line).map(|s| s.category), Some(Category::DnsConfig), "{line}");
+        }
     }
 }

@@ -83,6 +83,12 @@ pub(super) fn mirror(msg: &str) -> Option<Signal> {
             "repository name not known to registry",
             "the repository is not on it",
         ),
+        // The same NAME_UNKNOWN code with a registry's own message:
+        // distribution's `errcode.Error` prints the code's value in lower
+        // case, then the message (registry/api/errcode/errors.go:
+        // `name unknown: repository not found`, Quay's, Harbor's, Nexus's
+        // wordings), and containers/image passes it through.
+        ("name unknown: ", "the repository is not on it"),
         ("is blocked in", "registries.conf blocks it"),
         (
             "server gave HTTP response to HTTPS client",
@@ -237,6 +243,11 @@ mod tests {
         );
         assert!(s.summary.contains("manifest unknown"), "{}", s.summary);
         assert!(mirror(r#"error loading registries configuration "/etc/containers/registries.conf": toml: line 3"#).is_some());
+        let s = mirror("Error: initializing source docker://mirror.corp:5000/ocp4/release@sha256:1: reading manifest sha256:1 in mirror.corp:5000/ocp4/release: name unknown: repository not found").unwrap();
+        assert_eq!(
+            (s.category, s.key.as_str()),
+            (Category::MirrorConfig, "mirror.corp")
+        );
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub(super) const RULES: &[Rule] = &[
             "registries.conf",
             "manifest unknown",
             "repository name not known",
+            "name unknown: ",
             "is blocked in",
             "HTTP response to HTTPS client",
         ],
@@ -112,6 +113,12 @@ pub(super) const RULES: &[Rule] = &[
             "Couldn't resolve proxy",
             "Proxy CONNECT aborted",
             "Unable to connect to the server: ",
+            ": Forbidden",
+            "Unsupported proxy",
+            "CONNECT to proxy",
+            "proxy closed connection",
+            "proxy handshake error",
+            "invalid proxy address",
         ],
     },
     Rule {
@@ -122,6 +129,11 @@ pub(super) const RULES: &[Rule] = &[
             "on 127.",
             "127.0.0.53",
             "Loop (127.",
+            "Could not open resolv conf",
+            "Could not parse resolv conf",
+            "nameservers have been omitted",
+            "could not commit DNS changes",
+            "update-dns: plugin",
         ],
     },
     Rule {
@@ -222,6 +234,10 @@ pub(super) const RULES: &[Rule] = &[
             "composefs",
             "unsupported config version",
             "config version not supported",
+            "Invalid ref name",
+            // ostree's `Remote "ostree-unverified-registry" not found`:
+            // the transport's words hold no needle of the finder's table.
+            "\" not found",
         ],
     },
     Rule {
@@ -258,6 +274,10 @@ pub(super) const RULES: &[Rule] = &[
             "no bridge named br-ex",
             "ovsdb-failed",
             "of local ovs-interface",
+            "cannot find connection for interface",
+            "Openvswitch package is not installed",
+            "could not open network device",
+            "database connection failed",
         ],
     },
     Rule {
@@ -292,6 +312,7 @@ pub(super) const RULES: &[Rule] = &[
             "received an invalid passwd",
             "not present in MASTER advert",
             "advertisement interval mismatch",
+            "conflict for address",
         ],
     },
     Rule {
@@ -311,7 +332,15 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         check: net::mcs,
-        anchors: &[":22623", "GET result: OK", "GET error", ": attempt #"],
+        anchors: &[
+            ":22623",
+            "GET result: OK",
+            "GET error",
+            ": attempt #",
+            "GET result: Service Unavailable",
+            "GET result: Forbidden",
+            "unable to fetch resource in time",
+        ],
     },
     Rule {
         check: net::api,
@@ -321,6 +350,11 @@ pub(super) const RULES: &[Rule] = &[
             "Successfully registered node",
             "Unable to register node",
             "lease exists",
+            "rror updating node status",
+            "Unable to update node status",
+            "Failed to contact API server",
+            "error retrieving resource lock",
+            "did you specify the right host",
         ],
     },
     Rule {
@@ -355,6 +389,11 @@ pub(super) const RULES: &[Rule] = &[
             "state changed no lease",
             "IP config not received",
             "attached as port",
+            "Lost carrier",
+            "Gained carrier",
+            // The transmit watchdog's `transmit queue N timed out`: its own
+            // words hold no needle of the finder's table.
+            "timed out",
         ],
     },
     Rule {
