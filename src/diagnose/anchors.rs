@@ -198,11 +198,20 @@ pub(super) fn anchor_count() -> usize {
     anchor_table().len()
 }
 
-/// Whether anchor `index` says a unit ended well.
+/// Whether anchor `index` says a unit ended well. Asked for every line an
+/// anchor stops: a table by index, not a comparison of strings.
 pub(super) fn is_unit_ok(index: usize) -> bool {
-    anchor_table()
+    static UNIT_OK: OnceLock<Vec<bool>> = OnceLock::new();
+    UNIT_OK
+        .get_or_init(|| {
+            anchor_table()
+                .iter()
+                .map(|(a, _)| UNIT_OK_ANCHORS.contains(a))
+                .collect()
+        })
         .get(index)
-        .is_some_and(|(a, _)| UNIT_OK_ANCHORS.contains(a))
+        .copied()
+        .unwrap_or(false)
 }
 
 const NEEDLE: usize = 4;
