@@ -380,16 +380,12 @@ pub(super) fn api(msg: &str) -> Option<Signal> {
     // when waiting for CSINode publishing`) and every client-go leader
     // election on the host (tools/leaderelection/leaderelection.go: `error
     // retrieving resource lock NS/NAME: Get "…": dial tcp …`).
-    if [
-        "Unable to register node",
-        "lease exists",
-        "rror updating node status",
-        "Unable to update node status",
-        "Failed to contact API server",
-        "error retrieving resource lock",
-    ]
-    .iter()
-    .any(|w| msg.contains(w))
+    if has!(msg, "Unable to register node")
+        || has!(msg, "lease exists")
+        || has!(msg, "rror updating node status")
+        || has!(msg, "Unable to update node status")
+        || has!(msg, "Failed to contact API server")
+        || has!(msg, "error retrieving resource lock")
     {
         let err = short_net_error(msg).or_else(|| {
             // x/net/http2's transport losing its one connection.
@@ -475,7 +471,7 @@ pub(super) fn mcs(msg: &str) -> Option<Signal> {
     // Ignition giving up (internal/resource/http.go `ErrTimeout`, `unable
     // to fetch resource in time`, logged by internal/exec/engine.go as
     // `failed to fetch config: …`).
-    if msg.contains("unable to fetch resource in time") {
+    if has!(msg, "unable to fetch resource in time") {
         let ep = url_host(msg).unwrap_or("the machine config server");
         return Some(Signal::new(
             Category::McsUnreachable,

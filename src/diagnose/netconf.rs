@@ -268,7 +268,7 @@ pub(super) const MTU: &[&str] = &[
 pub(super) fn mtu(msg: &str) -> Option<Signal> {
     let what = MTU.iter().find(|w| msg.contains(*w))?;
     if *what == "MTU to" {
-        if !msg.contains("failure to") {
+        if !has!(msg, "failure to") {
             return None;
         }
     } else if what.starts_with("MTU")
@@ -278,7 +278,7 @@ pub(super) fn mtu(msg: &str) -> Option<Signal> {
     {
         return None;
     }
-    if *what == "Invalid MTU" && !msg.contains("requested") {
+    if *what == "Invalid MTU" && !has!(msg, "requested") {
         return None;
     }
     let refused = ["mtu greater than device maximum", "Invalid MTU", "MTU to"].contains(what);
