@@ -7,20 +7,24 @@
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::{
-    member, AgentOpts, HostSeed, Member, Scenario, SecretForm, CLUSTER_ID, HOST_ID,
+    admin_set_stage, member, AgentOpts, HostSeed, Member, Scenario, SecretForm, CLUSTER_ID, HOST_ID,
 };
 
 const GROWTH: u64 = 5000;
 const THIS_BOOT_QUERY: &str = "-b 0 --no-pager --all -o short-iso-precise";
 
 /// Copies every version of the stored bundle as the mock commits it
-/// (a rename, so each version is complete).
-fn watch(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Vec<u8>>> {
+/// (a rename, so each version is complete); `count` follows how many.
+fn watch(
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    count: Arc<AtomicUsize>,
+) -> std::thread::JoinHandle<Vec<Vec<u8>>> {
     std::thread::spawn(move || {
         let mut seen = Vec::new();
         let mut last = None;
@@ -35,6 +39,7 @@ fn watch(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Ve
                 std::fs::read(&path).map(Some)
             }) {
                 seen.push(data);
+                count.store(seen.len(), Ordering::SeqCst);
             }
             if stopping {
                 return seen;
@@ -90,22 +95,30 @@ async fn a_growing_journal_is_read_once_and_shipped_whole_by_every_bundle() {
         .join(HOST_ID)
         .join("host_boot.tar.gz");
     let stop = Arc::new(AtomicBool::new(false));
-    let watcher = watch(stored, Arc::clone(&stop));
-    let run = sc
-        .run_agent(
-            "growing journal",
-            &AgentOpts {
-                timeout: Some("9s"),
-                env: vec![
-                    ("FAKE_JOURNAL_FILE".into(), journal.display().to_string()),
-                    ("FAKE_JOURNAL_GROW".into(), GROWTH.to_string()),
-                    ("FAKE_JOURNAL_BYTES_SCOPE".into(), "this-boot".into()),
-                    ("FAKE_JOURNAL_LOG".into(), reads.display().to_string()),
-                ],
-                ..AgentOpts::default()
-            },
-        )
-        .await;
+    let count = Arc::new(AtomicUsize::new(0));
+    let watcher = watch(stored, Arc::clone(&stop), Arc::clone(&count));
+    // A budget far longer than three cycles on any machine: the run ends
+    // when the third bundle is stored and the host is then Done, not at a
+    // time that a slow machine might not fit three cycles into.
+    let running = sc.spawn_agent(
+        "growing journal",
+        &AgentOpts {
+            timeout: Some("120s"),
+            env: vec![
+                ("FAKE_JOURNAL_FILE".into(), journal.display().to_string()),
+                ("FAKE_JOURNAL_GROW".into(), GROWTH.to_string()),
+                ("FAKE_JOURNAL_BYTES_SCOPE".into(), "this-boot".into()),
+                ("FAKE_JOURNAL_LOG".into(), reads.display().to_string()),
+            ],
+            ..AgentOpts::default()
+        },
+    );
+    let waited = std::time::Instant::now();
+    while count.load(Ordering::SeqCst) < 3 && waited.elapsed() < Duration::from_secs(110) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    admin_set_stage(&base, HOST_ID, "Done", None).await;
+    let run = sc.wait_agent(running).await;
     run.assert_code(0);
     stop.store(true, Ordering::SeqCst);
     let bundles = watcher.join().unwrap();
