@@ -44,6 +44,30 @@ async fn wait_for_stage(base: &str, stage: &str, uploads: u64) -> Value {
     host_of(&world, HOST_ID).clone()
 }
 
+/// Waits (bounded) until the mock has answered `more` host lists (a
+/// cycle's first request) beyond those it had when called.
+async fn wait_for_more_host_lists(base: &str, more: usize) {
+    let lists = |requests: &[Value]| {
+        requests
+            .iter()
+            .filter(|r| {
+                r["method"] == "GET"
+                    && r["path"].as_str().is_some_and(|p| p.ends_with("/hosts"))
+                    && status_of(r) == 200
+            })
+            .count()
+    };
+    let before = lists(&api_requests(base).await);
+    let start = std::time::Instant::now();
+    while lists(&api_requests(base).await) < before + more {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "fewer than {more} more host lists within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn last_bundle_reason(host: &Value) -> Value {
     check_host_boot_bundle(host).manifest["meta"]["reason"].clone()
 }
@@ -513,12 +537,14 @@ async fn progress_updates_are_bounded_per_boot_across_restarts() {
 
     // Three runs in one boot (systemd restarts), the flow moving on between
     // them: local ignition, then the config applied in place.
+    // Each run is stopped once a cycle has begun after the one that
+    // read the flow (a second host list): what it had to say, it said.
     for i in 0..3 {
         let running = sc.spawn_agent(&format!("restart {i}"), &opts("60s", None));
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        wait_for_more_host_lists(&base, 2).await;
         if i == 1 {
             sc.firstboot_applied_in_place();
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            wait_for_more_host_lists(&base, 2).await;
         }
         sc.stop_agent(running).await.assert_code(0);
     }
