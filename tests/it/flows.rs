@@ -90,7 +90,8 @@ async fn classic_two_boot_install() {
     // the encapsulated config and reboots. Until the reboot, this is still
     // not the control plane's boot.
     sc.firstboot_applied_with_reboot();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Cycles that saw the renamed config (each starts with a host list).
+    wait_for_more_host_lists(&base, 3).await;
     assert_eq!(host_now(&base).await["current_stage"], LOCAL_IGNITION);
     let run = sc.stop_agent(running).await;
     run.assert_code(0);
@@ -234,8 +235,8 @@ async fn single_node_bootstrap_kubelet_does_not_end_the_job() {
 
     let running = sc.spawn_agent("sno boot 1", &opts("60s", Some(kubelet)));
     wait_for_stage(&base, LOCAL_IGNITION, 2).await;
-    // Several kubelet polls (every 1 s here) saw it healthy: still running.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Several cycles, each polling kubelet, saw it healthy: still running.
+    wait_for_more_host_lists(&base, 3).await;
     sc.assert_not_cleaned_up("healthy bootstrap kubelet");
     assert_eq!(host_now(&base).await["current_stage"], LOCAL_IGNITION);
 
@@ -276,7 +277,7 @@ async fn single_node_without_bootstrap_files_told_by_the_service() {
 
     let running = sc.spawn_agent("sno boot 1", &opts("60s", Some(kubelet.clone())));
     wait_for_stage(&base, LOCAL_IGNITION, 2).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    wait_for_more_host_lists(&base, 3).await;
     sc.assert_not_cleaned_up("healthy kubelet on a single node's first boot");
     assert_eq!(host_now(&base).await["current_stage"], LOCAL_IGNITION);
     let run = sc.stop_agent(running).await;
@@ -330,7 +331,7 @@ async fn single_node_on_todays_upstream_is_learned_from_the_cluster() {
         })
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    wait_for_more_host_lists(&base, 3).await;
     sc.assert_not_cleaned_up("healthy kubelet on a single node's first boot, today's upstream");
     let run = sc.stop_agent(running).await;
     run.assert_code(0);
