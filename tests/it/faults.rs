@@ -2013,8 +2013,11 @@ async fn a_second_instance_on_the_same_state_dir_leaves_at_once() {
     };
     let second = sc.run_agent("second instance", &opts(&sc, &to_mock2)).await;
     second.assert_code(0);
+    // Leaving at once: before the 8 s budget a run would have spent (a
+    // bound that holds on a slow machine too; what it did not do is
+    // checked below).
     assert!(
-        second.elapsed < Duration::from_secs(3),
+        second.elapsed < Duration::from_secs(8),
         "the second instance ran for {:?}",
         second.elapsed
     );
