@@ -44,10 +44,11 @@ async fn wait_for_stage(base: &str, stage: &str, uploads: u64) -> Value {
     host_of(&world, HOST_ID).clone()
 }
 
-/// Waits (bounded) until the mock has answered `more` host lists (a
-/// cycle's first request) beyond those it had when called.
+/// Waits (bounded, as [`wait_for_requests`]) until the mock has answered
+/// `more` host lists (a cycle's first request) beyond those it had when
+/// called.
 async fn wait_for_more_host_lists(base: &str, more: usize) {
-    let lists = |requests: &[Value]| {
+    fn lists(requests: &[Value]) -> usize {
         requests
             .iter()
             .filter(|r| {
@@ -56,16 +57,9 @@ async fn wait_for_more_host_lists(base: &str, more: usize) {
                     && status_of(r) == 200
             })
             .count()
-    };
-    let before = lists(&api_requests(base).await);
-    let start = std::time::Instant::now();
-    while lists(&api_requests(base).await) < before + more {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "fewer than {more} more host lists within 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let before = lists(&api_requests(base).await);
+    wait_for_requests(base, |r| lists(r) >= before + more).await;
 }
 
 fn last_bundle_reason(host: &Value) -> Value {
