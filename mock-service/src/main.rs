@@ -1,7 +1,10 @@
-//! Command-line entry point of the mock assisted-service.
+//! Command-line entry point of the mock assisted-service: serves until
+//! SIGTERM or Ctrl-C, then exits within a second, removing the temporary
+//! data directory it made.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
@@ -34,8 +37,26 @@ struct Args {
     time_scale: f64,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// Time given to requests in flight after SIGTERM or Ctrl-C: a blocking
+/// read of a big bundle is not waited for past it, so the mock is gone
+/// within a second of the signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(300);
+
+/// The data directory the mock made for itself (no `--data-dir`), removed
+/// when the mock exits, on an error too.
+struct OwnTempDir(PathBuf);
+
+impl Drop for OwnTempDir {
+    fn drop(&mut self) {
+        if let Err(err) = std::fs::remove_dir_all(&self.0) {
+            if err.kind() != std::io::ErrorKind::NotFound {
+                eprintln!("removing {}: {err}", self.0.display());
+            }
+        }
+    }
+}
+
+fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(tracing::Level::INFO)
@@ -46,45 +67,61 @@ async fn main() -> anyhow::Result<()> {
         Some(p) => Seed::from_file(p)?,
         None => Seed::default(),
     };
-    let data_dir = if let Some(d) = args.data_dir {
-        d
+    let (data_dir, _own) = if let Some(d) = args.data_dir.clone() {
+        (d, None)
     } else {
         let d =
             std::env::temp_dir().join(format!("mock-assisted-service-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
-        d
+        (d.clone(), Some(OwnTempDir(d)))
     };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let served = runtime.block_on(serve(&args, seed, data_dir));
+    // Blocking reads still running (a big bundle being listed) are not
+    // waited for: the directory they read is removed next.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    served
+}
+
+async fn serve(args: &Args, seed: Seed, data_dir: PathBuf) -> anyhow::Result<()> {
     tracing::info!("storing bundles under {}", data_dir.display());
     let mut config = MockConfig::new(seed, data_dir);
     config.upstream_compat = args.upstream_compat;
     config.hosted = args.hosted;
     config.time_scale = args.time_scale;
     let server = MockServer::start(&args.listen, config).await?;
+    let signalled = shutdown_signal()?;
     {
         // Scripts wait for this exact line to learn the port.
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening on {}", server.base_url())?;
         out.flush()?;
     }
-    shutdown_signal().await;
+    signalled.await;
     tracing::info!("shutting down");
-    server.shutdown().await;
+    if tokio::time::timeout(SHUTDOWN_GRACE, server.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::info!("requests still in flight after {SHUTDOWN_GRACE:?}: dropped");
+    }
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("installing the SIGTERM handler");
+/// Resolves at SIGTERM or Ctrl-C. Both handlers are installed when this is
+/// called, not when it is first polled: a signal sent as soon as the
+/// "listening on" line is read must already find them.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    Ok(async move {
         tokio::select! {
-            _ = ctrl_c => {}
             _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
+    })
 }

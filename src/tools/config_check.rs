@@ -8,11 +8,43 @@ use std::fmt::Write as _;
 
 use crate::config::settings::Key;
 use crate::config::{self, Config, Flags};
+use crate::redact::Redactor;
+use crate::tools::inspect::printable;
 
 pub(crate) fn config_check_command(flags: &Flags) -> anyhow::Result<()> {
     let checked = config::check(flags, &|name| std::env::var(name).ok())?;
-    print!("{}", report(&checked));
+    print!("{}", redacted_report(&checked));
     Ok(())
+}
+
+/// [`report`] through the redactor `run` would install for its logs, each
+/// line's control characters escaped.
+fn redacted_report(checked: &config::Checked) -> String {
+    let config = &checked.config;
+    let proxy_secrets = config.proxy.secrets();
+    // The kubelet URL's password as written: the URL shape catches it in
+    // the URL, this catches it anywhere else it is quoted.
+    let kubelet_password = config.kubelet_healthz_url.password().unwrap_or_default();
+    let redactor = Redactor::new(
+        config
+            .credentials
+            .iter()
+            .flat_map(|c| c.scrub.iter().map(|s| s.expose().as_bytes()))
+            .chain(proxy_secrets.iter().map(String::as_bytes))
+            .chain(
+                [kubelet_password.as_bytes()]
+                    .into_iter()
+                    .filter(|p| !p.is_empty()),
+            ),
+    );
+    let text = report(checked);
+    let redacted = redactor.redact_str(&text);
+    let mut out = String::with_capacity(redacted.len());
+    for line in redacted.lines() {
+        out.push_str(&printable(line));
+        out.push('\n');
+    }
+    out
 }
 
 fn report(checked: &config::Checked) -> String {

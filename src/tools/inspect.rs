@@ -1,6 +1,14 @@
 //! `inspect FILE`: what matters in a bundle, read bounded from untrusted
 //! input — the findings first, the manifest as a table, the records digest
 //! and timeline, failed units, redaction counts; or one JSON object.
+//! Several bundles, or a directory of them, are a cluster's report
+//! ([`super::cluster`]).
+//!
+//! Every string a bundle carries is untrusted: it goes through [`printable`]
+//! once, as the bundle is opened (its JSON members through
+//! [`printable_json`]), before anything is printed, text or JSON. The one
+//! raw line break kept is between the lines of a failed run's excerpt,
+//! which the report prints as indented lines.
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -22,9 +30,12 @@ use super::args::parse_size;
 /// Flags of `inspect`.
 #[derive(Debug, Clone, Args)]
 pub struct InspectArgs {
-    /// A host_boot bundle (tar.gz) made by the agent or by `collect`.
-    #[arg(value_name = "FILE")]
-    pub(crate) file: PathBuf,
+    /// A host_boot bundle (tar.gz) made by the agent or by `collect`; several
+    /// bundles, or a directory holding them (as the service stores them,
+    /// `CLUSTER/HOST/host_boot.tar.gz`), make one report per cluster: a line
+    /// per host, the causes shared by several hosts, each host's findings.
+    #[arg(value_name = "BUNDLE", required = true, num_args = 1..)]
+    pub(crate) files: Vec<PathBuf>,
 
     /// Print one JSON object instead of the report: `findings` (most likely
     /// cause first) and the `manifest` (docs/diagnosis.md).
@@ -41,7 +52,10 @@ pub struct InspectArgs {
 pub fn inspect_command(args: &InspectArgs) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let result = inspect(&args.file, args.json, args.max_uncompressed, &mut out);
+    let result = match args.files.as_slice() {
+        [file] if !file.is_dir() => inspect(file, args.json, args.max_uncompressed, &mut out),
+        files => super::cluster::inspect_cluster(files, args.json, args.max_uncompressed, &mut out),
+    };
     // What was printed comes before the error `main` prints.
     let _ = out.flush();
     result
@@ -51,13 +65,13 @@ pub fn inspect_command(args: &InspectArgs) -> anyhow::Result<()> {
 /// Every string in them is [`printable`]: a bundle is untrusted input, and
 /// a control character in a name must not reach the terminal.
 #[derive(Debug, Default)]
-struct Opened {
-    manifest: Option<Manifest>,
-    summary: Option<Summary>,
+pub(super) struct Opened {
+    pub(super) manifest: Option<Manifest>,
+    pub(super) summary: Option<Summary>,
     failed_units: Option<String>,
-    diagnosis: Option<Diagnosis>,
+    pub(super) diagnosis: Option<Diagnosis>,
     /// Every member with its size, in archive order.
-    members: Vec<(String, u64)>,
+    pub(super) members: Vec<(String, u64)>,
 }
 
 /// Small members read whole; anything bigger is only counted.
@@ -65,7 +79,11 @@ const READ_LIMIT: u64 = 8 * 1024 * 1024;
 /// Members listed; the agent writes a few hundred.
 pub const MAX_MEMBERS: usize = 100_000;
 
-fn open_bundle(file: impl Read, path: &Path, max_uncompressed: u64) -> anyhow::Result<Opened> {
+pub(super) fn open_bundle(
+    file: impl Read,
+    path: &Path,
+    max_uncompressed: u64,
+) -> anyhow::Result<Opened> {
     let mut opened = Opened::default();
     let prefix = format!("{TOP_DIR}/");
     let mut wanted_members = Vec::new();
@@ -96,16 +114,22 @@ fn open_bundle(file: impl Read, path: &Path, max_uncompressed: u64) -> anyhow::R
                 let value: serde_json::Value = serde_json::from_slice(&data)
                     .with_context(|| format!("{TOP_DIR}/{inner} does not parse"))?;
                 opened.manifest = Some(
-                    serde_json::from_value(printable_json(value))
+                    serde_json::from_value(printable_json(value, &[]))
                         .with_context(|| format!("{TOP_DIR}/{inner} does not parse"))?,
                 );
             }
             "records/summary.json" => {
-                opened.summary = serde_json::from_slice(&data)
-                    .ok()
-                    .and_then(|value| serde_json::from_value(printable_json(value)).ok());
+                // A failed run's excerpt keeps its line breaks: each line
+                // is escaped on its own and printed on its own.
+                opened.summary = serde_json::from_slice(&data).ok().and_then(|value| {
+                    serde_json::from_value(printable_json(value, &["error_message"])).ok()
+                });
             }
-            DIAGNOSIS_NAME => opened.diagnosis = serde_json::from_slice(&data).ok(),
+            DIAGNOSIS_NAME => {
+                opened.diagnosis = serde_json::from_slice(&data)
+                    .ok()
+                    .and_then(|value| serde_json::from_value(printable_json(value, &[])).ok());
+            }
             _ => {
                 let text = String::from_utf8_lossy(&data);
                 let lines: Vec<String> = text.lines().map(|l| printable(l).into_owned()).collect();
@@ -124,18 +148,65 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     crate::collect::report::escape_controls(text)
 }
 
-/// [`printable`] applied to every string (keys included) of a JSON value.
-fn printable_json(value: serde_json::Value) -> serde_json::Value {
+/// [`printable`] applied to every string (keys included) of a JSON value;
+/// the string values of the keys in `multiline` keep their line breaks
+/// (`\n`, `\r\n` taken as one), each line escaped on its own.
+pub(super) fn printable_json(value: serde_json::Value, multiline: &[&str]) -> serde_json::Value {
     use serde_json::Value;
     match value {
         Value::String(s) => Value::String(printable(&s).into_owned()),
-        Value::Array(items) => Value::Array(items.into_iter().map(printable_json).collect()),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| printable_json(v, multiline))
+                .collect(),
+        ),
         Value::Object(map) => Value::Object(
             map.into_iter()
-                .map(|(k, v)| (printable(&k).into_owned(), printable_json(v)))
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::String(s) if multiline.contains(&k.as_str()) => {
+                            Value::String(printable_lines(&s))
+                        }
+                        v => printable_json(v, multiline),
+                    };
+                    (printable(&k).into_owned(), v)
+                })
                 .collect(),
         ),
         other => other,
+    }
+}
+
+/// `text`'s lines, each [`printable`], joined by `\n`.
+fn printable_lines(text: &str) -> String {
+    let lines: Vec<_> = text.lines().map(printable).collect();
+    lines.join("\n")
+}
+
+/// `text` cut to at most `max` characters at the last space before the cut,
+/// with `…` (a hard cut when the text has no space in its second half).
+pub(super) fn cut_at_word(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    let hard = crate::diagnose::shorten_text(text, max);
+    if hard == text {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let head = hard.strip_suffix('…').unwrap_or(&hard);
+    let word_end = head
+        .rfind(char::is_whitespace)
+        .filter(|&at| head[..at].chars().count() >= max / 2);
+    match word_end {
+        Some(at) => std::borrow::Cow::Owned(format!("{}…", head[..at].trim_end())),
+        None => std::borrow::Cow::Owned(hard),
+    }
+}
+
+/// What the header calls a host: its ID, or why there is none.
+pub(super) fn host_name(host_id: &str) -> &str {
+    if host_id.is_empty() {
+        "unknown (no configuration)"
+    } else {
+        host_id
     }
 }
 
@@ -170,7 +241,11 @@ pub fn inspect_from(
         );
     };
     if json {
-        serde_json::to_writer_pretty(&mut *out, &inspect_json(manifest, &opened))?;
+        // Strings are escaped as the bundle was opened; escaping again
+        // changes nothing and keeps C1 codes and bidi overrides, which JSON
+        // writers leave raw, out of this output by construction.
+        let value = printable_json(inspect_json(manifest, &opened), &[]);
+        serde_json::to_writer_pretty(&mut *out, &value)?;
         writeln!(out)?;
         return Ok(());
     }
@@ -205,6 +280,17 @@ fn inspect_json(manifest: &Manifest, opened: &Opened) -> serde_json::Value {
         "diagnosis": diagnosis,
         "manifest": manifest,
     })
+}
+
+/// Evidence lines shown per finding.
+pub(super) const EVIDENCE_SHOWN: usize = 3;
+/// Characters of an evidence line shown.
+pub(super) const EVIDENCE_CHARS: usize = 160;
+
+/// One evidence line as the report prints it: `path:line: text`.
+pub(super) fn evidence_line(e: &crate::diagnose::Evidence) -> String {
+    let at = e.line.map_or_else(|| "cut".to_owned(), |l| l.to_string());
+    format!("{}:{at}: {}", e.path, cut_at_word(&e.text, EVIDENCE_CHARS))
 }
 
 /// The findings block that opens the report.
@@ -244,14 +330,8 @@ fn render_findings(o: &mut String, diagnosis: Option<&Diagnosis>) {
             f.summary
         );
         let _ = writeln!(o, "     hint: {}", f.hint);
-        for e in f.evidence.iter().take(3) {
-            let at = e.line.map_or_else(|| "cut".to_owned(), |l| l.to_string());
-            let _ = writeln!(
-                o,
-                "     {}:{at}: {}",
-                e.path,
-                crate::diagnose::shorten_text(&e.text, 160)
-            );
+        for e in f.evidence.iter().take(EVIDENCE_SHOWN) {
+            let _ = writeln!(o, "     {}", evidence_line(e));
         }
     }
     if diagnosis.lines_unread > 0 {
@@ -299,7 +379,7 @@ fn render(path: &Path, compressed: u64, manifest: &Manifest, opened: &Opened) ->
     let _ = writeln!(
         o,
         "bundle {} ({} compressed, {} content)",
-        path.display(),
+        printable(&path.display().to_string()),
         human(compressed),
         human(manifest.total_bytes)
     );
@@ -309,11 +389,7 @@ fn render(path: &Path, compressed: u64, manifest: &Manifest, opened: &Opened) ->
         manifest.generated_at,
         meta.agent_version,
         meta.reason,
-        if meta.host_id.is_empty() {
-            "?"
-        } else {
-            &meta.host_id
-        },
+        host_name(&meta.host_id),
         if meta.boot_id.is_empty() {
             "?"
         } else {
@@ -482,6 +558,7 @@ fn render_summary(o: &mut String, summary: &Summary) {
                     .map(|l| format!(", line {l}"))
                     .unwrap_or_default()
             );
+            // Escaped line by line as the bundle was opened.
             for line in failure.error_message.as_deref().unwrap_or("").lines() {
                 let _ = writeln!(o, "    | {line}");
             }
@@ -516,5 +593,35 @@ mod tests {
         assert_eq!(human(10), "10 B");
         assert_eq!(human(1536), "1.5 KiB");
         assert_eq!(human(3 << 20), "3.0 MiB");
+    }
+
+    #[test]
+    fn evidence_is_cut_at_a_word() {
+        assert_eq!(cut_at_word("short line", 160), "short line");
+        let exact = "a".repeat(10);
+        assert_eq!(cut_at_word(&exact, 10), exact.as_str());
+        assert_eq!(
+            cut_at_word("pulling quay.io/openshift failed: unauthorized", 30),
+            "pulling quay.io/openshift…"
+        );
+        // No space in the second half: a hard cut, still within the limit.
+        let long = format!("ab {}", "x".repeat(40));
+        let cut = cut_at_word(&long, 20);
+        assert_eq!(cut.chars().count(), 20);
+        assert!(cut.ends_with('…'));
+    }
+
+    #[test]
+    fn excerpts_keep_their_lines_and_lose_their_controls() {
+        let value = serde_json::json!({
+            "error_message": "first\r\nsecond \u{1b}]0;t\u{7}\nthird\rx",
+            "what": "a\nb",
+        });
+        let value = printable_json(value, &["error_message"]);
+        assert_eq!(
+            value["error_message"],
+            "first\nsecond \\x1b]0;t\\x07\nthird\\x0dx"
+        );
+        assert_eq!(value["what"], "a\\x0ab");
     }
 }

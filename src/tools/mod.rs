@@ -3,7 +3,8 @@
 //! ([`collect`]), and `inspect FILE` prints what matters in a bundle: the
 //! manifest as a table, the records digest, failed units, the bootstrap
 //! services' timeline with durations and failures, and the redaction counts
-//! ([`inspect`]).
+//! ([`inspect`]); `inspect` on several bundles reads a cluster's hosts
+//! together ([`cluster`]).
 //!
 //! `config check` resolves the configuration `run` would use, strictly,
 //! and prints every setting with where its value came from
@@ -13,6 +14,7 @@
 //! error chain and exits 1 (usage errors exit 2, from clap).
 
 pub(crate) mod args;
+pub(crate) mod cluster;
 pub(crate) mod collect;
 pub(crate) mod config_check;
 pub mod inspect;
