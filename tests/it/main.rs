@@ -18,6 +18,7 @@ mod faults;
 mod flows;
 mod herd;
 mod ignition;
+mod inspect_cluster;
 mod journal_cycles;
 mod lifecycle;
 mod manpage;

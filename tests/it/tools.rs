@@ -498,3 +498,63 @@ fn inspect_escapes_control_characters_a_bundle_carries() {
         "{report}"
     );
 }
+
+#[test]
+fn config_check_prints_url_credentials_redacted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    for (name, value) in [
+        ("service-url", "http://127.0.0.1:9"),
+        ("host-id", HOST_ID),
+        ("infra-env-id", crate::common::INFRA_ENV_ID),
+    ] {
+        std::fs::write(config.join(name), format!("{value}\n")).unwrap();
+    }
+    // A NO_PROXY entry that is a URL with credentials (ignored, with a
+    // warning that quotes it) and a proxy with its own.
+    std::fs::write(
+        config.join("proxy.env"),
+        "HTTP_PROXY=http://proxyuser:Pr0xyPa55word@proxy.example:3128\n\
+         NO_PROXY=.cluster.local,http://npuser:N0ProxyPa55word@mirror.example:5000\n",
+    )
+    .unwrap();
+    crate::common::set_mode(&config.join("proxy.env"), 0o600);
+    let out = run(
+        &[
+            "config".as_ref(),
+            "check".as_ref(),
+            "--root".as_ref(),
+            tmp.path().as_os_str(),
+            "--config-dir".as_ref(),
+            config.as_os_str(),
+            "--kubelet-healthz-url".as_ref(),
+            "http://kubeuser:Kub3letPa55word@127.0.0.1:10248/healthz".as_ref(),
+        ],
+        &[],
+        Path::new("/nonexistent"),
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    eprintln!("{stdout}");
+    for secret in ["Kub3letPa55word", "N0ProxyPa55word", "Pr0xyPa55word"] {
+        assert!(!stdout.contains(secret), "{secret} printed:\n{stdout}");
+    }
+    let line = |what: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(what))
+            .unwrap_or_else(|| panic!("no {what} line:\n{stdout}"))
+    };
+    let kubelet = line("kubelet healthz URL");
+    assert!(
+        kubelet.contains("127.0.0.1:10248/healthz") && kubelet.contains("[REDACTED]"),
+        "{kubelet}"
+    );
+    let warning = line("warning: NO_PROXY");
+    assert!(
+        warning.contains("mirror.example:5000") && warning.contains("[REDACTED]"),
+        "{warning}"
+    );
+    assert!(line("HTTP proxy").contains("http://[REDACTED]@proxy.example:3128"));
+}
