@@ -39,12 +39,15 @@ fn sigterm_stops_the_mock_and_removes_its_temporary_directory() {
 
     // A connection with half a request: the mock must not wait for it.
     let mut open = TcpStream::connect(&addr).unwrap();
-    open.write_all(b"GET /admin/state HTTP/1.1\r\nHost: x\r\n")
+    open.write_all(format!("GET /admin/state HTTP/1.1\r\nHost: {addr}\r\n").as_bytes())
         .unwrap();
     // One complete exchange first, so the half request is surely accepted.
     let mut probe = TcpStream::connect(&addr).unwrap();
     probe
-        .write_all(b"GET /admin/state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .write_all(
+            format!("GET /admin/state HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
         .unwrap();
     let mut answer = String::new();
     probe.read_to_string(&mut answer).unwrap();
