@@ -119,6 +119,8 @@ const ui = {
   // The open bundle browser: one at a time.
   browser: null,
   errors: 0,
+  // Per cluster: the roll-up and the signature it was fetched for.
+  rollups: {},
 };
 
 function bundleBase(clusterId, hostId, logsType) {
@@ -271,6 +273,68 @@ function bundlesView(clusterId, hostId, bundles, label) {
     el("tbody", {}, rows));
 }
 
+// ---------- cluster roll-up ----------
+
+// What changes a cluster's roll-up: its hosts' stages and host_boot uploads.
+function rollupSignature(hosts) {
+  return JSON.stringify(hosts.map((h) => [h.id, h.current_stage,
+    ((h.bundles || []).find((b) => b.logs_type === "host_boot") || {}).uploaded_at]));
+}
+
+// Fetched again only when the signature changes; the page is redrawn when
+// the answer arrives.
+function rollupOf(clusterId, hosts) {
+  const sig = rollupSignature(hosts);
+  const known = ui.rollups[clusterId];
+  if (known && known.sig === sig) return known;
+  const entry = { sig, data: known && known.data, error: null };
+  ui.rollups[clusterId] = entry;
+  getJSON(`/admin/clusters/${encodeURIComponent(clusterId)}/rollup`)
+    .then((data) => { entry.data = data; entry.error = null; })
+    .catch((e) => { entry.error = e.message; })
+    .finally(() => { if (ui.rollups[clusterId] === entry && ui.state) render(ui.state); });
+  return entry;
+}
+
+// The cluster's hosts read together, as `inspect BUNDLE…` prints them: a
+// row per host (host, role, stage, headline), then the causes several hosts
+// share, most hosts first.
+function rollupView(cluster, hosts) {
+  const r = rollupOf(cluster.id, hosts);
+  const head = el("h4", {}, "Cluster roll-up");
+  if (!r.data) {
+    return el("section", { class: "card panel rollup", "aria-label": "Cluster roll-up" }, head,
+      r.error ? el("p", { class: "error-text" }, `Could not read the roll-up: ${r.error}`) : loading("roll-up"));
+  }
+  const pill = { error: "danger", warning: "warning", info: "neutral" };
+  const names = new Map(r.data.hosts.map((h) => [h.host_id, h.name]));
+  const rows = r.data.hosts.map((h) => el("tr", { dataset: { host: h.host_id } },
+    el("th", { scope: "row" }, h.name),
+    el("td", {}, h.role, h.bootstrap ? " · bootstrap" : ""),
+    el("td", {}, h.stage || "not reported"),
+    el("td", { class: "headline" },
+      h.error ? el("span", { class: "error-text" }, h.error)
+        : !h.bundle ? el("span", { class: "muted" }, "no host_boot bundle yet")
+          : h.headline || el("span", { class: "muted" }, h.findings ? "infos only" : "no finding"))));
+  const shared = r.data.shared;
+  return el("section", { class: "card panel rollup", "aria-label": "Cluster roll-up" }, head,
+    el("table", { class: "rollup-hosts" },
+      el("thead", {}, el("tr", {}, ["Host", "Role", "Stage", "Headline"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows)),
+    el("h4", { class: "shared-head" }, "Causes shared by several hosts"),
+    shared.length === 0 ? el("p", { class: "muted" }, "None: no finding on more than one host.")
+      : el("ol", { class: "finding-list shared-causes" }, shared.map((c) => el("li", {
+        class: `finding ${c.severity}`, "data-category": c.category, "data-severity": c.severity,
+      },
+      el("div", { class: "finding-head" },
+        el("span", { class: `pill small ${pill[c.severity] || "neutral"}` }, c.severity),
+        el("code", { class: "category" }, c.category),
+        el("span", { class: "finding-summary" }, c.summary)),
+      el("p", { class: "muted small shared-hosts" },
+        `on ${c.hosts.length} of ${r.data.hosts.length} hosts: ${c.hosts.map((id) => names.get(id) || id).join(", ")}`),
+      el("p", { class: "hint muted small" }, c.hint)))));
+}
+
 // ---------- hosts and clusters ----------
 
 function hostCard(state, host) {
@@ -322,6 +386,7 @@ function render(state) {
         el("span", { class: "muted" }, c.openshift_version ? `OpenShift ${c.openshift_version}` : ""),
         el("span", { class: "muted" }, `${hosts.length} host${hosts.length === 1 ? "" : "s"}`),
         el("code", { class: "id" }, c.id)),
+      hosts.length ? rollupView(c, hosts) : null,
       c.bundles && c.bundles.length ? el("section", { class: "card panel" },
         el("h4", {}, "Cluster-level logs"), bundlesView(c.id, null, c.bundles, c.name)) : null,
       hosts.map((h) => hostCard(state, h))));

@@ -244,7 +244,10 @@ fn is_top_level(path: &str, file: &str) -> bool {
 }
 
 /// The parsed JSON of the top-level member `file`, if the bundle has one.
-fn top_level_json(archive: std::fs::File, file: &str) -> Result<Option<Value>, ApiError> {
+pub(crate) fn top_level_json(
+    archive: std::fs::File,
+    file: &str,
+) -> Result<Option<Value>, ApiError> {
     let mut found = None;
     scan(archive, |name, entry| {
         if !is_top_level(name, file) {

@@ -22,6 +22,7 @@ mod monitor;
 mod page;
 mod requests;
 mod rfc3339;
+mod rollup;
 mod seed;
 mod server;
 mod state;
@@ -144,6 +145,7 @@ fn app(state: Shared) -> Router {
         .merge(admin::router())
         .merge(browse::router())
         .merge(page::router())
+        .merge(rollup::router())
         .merge(mcs::router())
         .with_state(state)
 }

@@ -1068,3 +1068,92 @@ fn binary_prints_listening_line() {
         .unwrap();
     assert!(addr.parse::<u16>().unwrap() > 0, "{line}");
 }
+
+/// A host_boot bundle holding a manifest with `headline` and a diagnosis
+/// with `findings` (category, key, severity).
+fn diagnosed_bundle(headline: &str, findings: &[(&str, &str, &str)]) -> Vec<u8> {
+    let manifest = json!({"format_version": 1, "diagnosis": {"headline": headline}});
+    let findings: Vec<Value> = findings
+        .iter()
+        .map(|(category, key, severity)| {
+            json!({"category": category, "key": key, "severity": severity,
+                   "summary": format!("{category} on {key}"), "hint": "look",
+                   "occurrences": 1, "evidence": []})
+        })
+        .collect();
+    let diagnosis = json!({"format_version": 1, "findings": findings,
+                           "members_scanned": 1, "lines_scanned": 1});
+    tar_gz(&[
+        ("host_boot/manifest.json", manifest.to_string().as_bytes()),
+        ("host_boot/diagnosis.json", diagnosis.to_string().as_bytes()),
+    ])
+}
+
+#[tokio::test]
+async fn cluster_rollup_puts_the_causes_hosts_share_first() {
+    let env = Env::enhanced().await;
+    let rollup = || async {
+        env.client
+            .get(env.admin(&format!("/clusters/{CLUSTER}/rollup")))
+            .send()
+            .await
+            .unwrap()
+    };
+    // Before any upload: a row per host of the cluster, nothing shared.
+    let r = rollup().await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let before: Value = r.json().await.unwrap();
+    let names: Vec<&str> = before["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["master-0", "worker-0"], "{before:#}");
+    assert_eq!(before["hosts"][0]["bundle"], false);
+    assert_eq!(before["shared"], json!([]));
+
+    let master = diagnosed_bundle(
+        "/var full",
+        &[
+            ("disk_full", "/var", "error"),
+            ("dns_resolution", "quay.io", "warning"),
+        ],
+    );
+    let worker = diagnosed_bundle(
+        "quay.io did not resolve",
+        &[
+            ("dns_resolution", "quay.io", "error"),
+            ("api_unreachable", "api-int:6443", "info"),
+        ],
+    );
+    assert_eq!(
+        env.upload(MASTER, "host_boot", master).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        env.upload(WORKER, "host_boot", worker).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    let after: Value = rollup().await.json().await.unwrap();
+    let hosts = after["hosts"].as_array().unwrap();
+    assert_eq!(hosts[0]["role"], "master");
+    assert_eq!(hosts[0]["stage"], "Rebooting");
+    assert_eq!(hosts[0]["headline"], "/var full");
+    assert_eq!(hosts[1]["headline"], "quay.io did not resolve");
+    assert_eq!(hosts[1]["findings"], 2);
+    let shared = after["shared"].as_array().unwrap();
+    assert_eq!(shared.len(), 1, "{after:#}");
+    assert_eq!(shared[0]["category"], "dns_resolution");
+    assert_eq!(shared[0]["key"], "quay.io");
+    assert_eq!(shared[0]["severity"], "error", "the worst of the two");
+    assert_eq!(shared[0]["hosts"], json!([MASTER, WORKER]));
+
+    let unknown = env
+        .client
+        .get(env.admin(&format!("/clusters/{INFRA_ENV}/rollup")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+}
