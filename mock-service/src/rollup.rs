@@ -8,6 +8,7 @@
 //! Each bundle is read as the bundle views read one (`browse`): bounded,
 //! on a blocking thread, the manifest and the diagnosis only.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use axum::extract::{Path, State};
@@ -123,7 +124,7 @@ async fn rollup(
         let mut rows = Vec::new();
         let mut findings = Vec::new();
         for (mut row, path) in hosts {
-            let read = path.map(read_bundle);
+            let read = path.as_deref().map(read_bundle);
             match read {
                 Some(Ok(read)) => {
                     row.headline = read.headline;
@@ -150,8 +151,8 @@ async fn rollup(
     Ok(Json(serde_json::to_value(rollup).unwrap_or_default()))
 }
 
-fn read_bundle(path: PathBuf) -> Result<Read, String> {
-    let open = || std::fs::File::open(&path).map_err(|e| format!("bundle unavailable: {e}"));
+fn read_bundle(path: &std::path::Path) -> Result<Read, String> {
+    let open = || std::fs::File::open(path).map_err(|e| format!("bundle unavailable: {e}"));
     let manifest = top_level_json(open()?, MANIFEST_NAME).map_err(reason)?;
     let diagnosis = top_level_json(open()?, DIAGNOSIS_NAME).map_err(reason)?;
     let findings = diagnosis
@@ -203,43 +204,57 @@ fn severity_rank(severity: &str) -> u8 {
 /// first, then the worst severity, then the order the first host ranks
 /// them in.
 fn shared_causes(rows: &[Row], findings: &[Vec<Value>]) -> Vec<SharedCause> {
-    // (category, key) -> ((host, rank) first seen, hosts, worst severity)
-    let mut seen: Vec<((&str, &str), (usize, usize), Vec<usize>, &str)> = Vec::new();
+    /// One (category, key): where it was first seen (host, rank there),
+    /// its hosts, its worst severity.
+    struct Seen<'a> {
+        id: (&'a str, &'a str),
+        first: (usize, usize),
+        hosts: Vec<usize>,
+        severity: &'a str,
+    }
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut index: HashMap<(&str, &str), usize> = HashMap::new();
     for (h, host) in findings.iter().enumerate() {
         for (rank, f) in host.iter().enumerate() {
             let id = (text(f, "category"), text(f, "key"));
             let severity = text(f, "severity");
-            match seen.iter_mut().find(|s| s.0 == id) {
-                Some(entry) => {
-                    if entry.2.last() != Some(&h) {
-                        entry.2.push(h);
-                    }
-                    if severity_rank(severity) < severity_rank(entry.3) {
-                        entry.3 = severity;
-                    }
+            if let Some(entry) = index.get(&id).map(|&at| &mut seen[at]) {
+                if entry.hosts.last() != Some(&h) {
+                    entry.hosts.push(h);
                 }
-                None => seen.push((id, (h, rank), vec![h], severity)),
+                if severity_rank(severity) < severity_rank(entry.severity) {
+                    entry.severity = severity;
+                }
+            } else {
+                index.insert(id, seen.len());
+                seen.push(Seen {
+                    id,
+                    first: (h, rank),
+                    hosts: vec![h],
+                    severity,
+                });
             }
         }
     }
-    seen.retain(|s| s.2.len() > 1);
+    seen.retain(|s| s.hosts.len() > 1);
     seen.sort_by(|a, b| {
-        b.2.len()
-            .cmp(&a.2.len())
-            .then(severity_rank(a.3).cmp(&severity_rank(b.3)))
-            .then(a.1.cmp(&b.1))
+        b.hosts
+            .len()
+            .cmp(&a.hosts.len())
+            .then(severity_rank(a.severity).cmp(&severity_rank(b.severity)))
+            .then(a.first.cmp(&b.first))
     });
     seen.into_iter()
         .take(MAX_SHARED)
-        .map(|((category, key), (h, rank), on, severity)| {
-            let first = &findings[h][rank];
+        .map(|s| {
+            let first = &findings[s.first.0][s.first.1];
             SharedCause {
-                category: category.to_owned(),
-                key: key.to_owned(),
-                severity: severity.to_owned(),
+                category: s.id.0.to_owned(),
+                key: s.id.1.to_owned(),
+                severity: s.severity.to_owned(),
                 summary: text(first, "summary").to_owned(),
                 hint: text(first, "hint").to_owned(),
-                hosts: on.iter().map(|&i| rows[i].host_id).collect(),
+                hosts: s.hosts.iter().map(|&i| rows[i].host_id).collect(),
             }
         })
         .collect()

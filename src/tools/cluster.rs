@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::Serialize;
 
-use crate::diagnose::{Evidence, Finding, Severity};
+use crate::diagnose::{Diagnosis, Evidence, Finding, Severity};
 
 use super::inspect::{
     cut_at_word, evidence_line, host_name, open_bundle, printable, printable_json, Opened,
@@ -38,7 +38,7 @@ const HEADLINE_CHARS: usize = 100;
 
 /// A host's line and findings.
 #[derive(Debug, Serialize)]
-struct Host {
+struct HostRow {
     bundle: String,
     host_id: String,
     /// `bootstrap` when the bundle holds bootkube's records; `-` otherwise
@@ -80,9 +80,9 @@ struct HostEvidence {
 }
 
 #[derive(Debug, Serialize)]
-struct Cluster {
+struct ClusterReport {
     cluster_id: Option<String>,
-    hosts: Vec<Host>,
+    hosts: Vec<HostRow>,
     shared: Vec<Shared>,
 }
 
@@ -203,12 +203,12 @@ fn walk(
     Ok(())
 }
 
-fn read_host(path: &Path, max_uncompressed: u64) -> Host {
+fn read_host(path: &Path, max_uncompressed: u64) -> HostRow {
     let bundle = printable(&path.display().to_string()).into_owned();
     let opened = File::open(path)
         .with_context(|| format!("opening {}", path.display()))
         .and_then(|file| open_bundle(file, path, max_uncompressed));
-    let mut host = Host {
+    let mut host = HostRow {
         bundle,
         host_id: String::new(),
         role: "-",
@@ -233,14 +233,14 @@ fn read_host(path: &Path, max_uncompressed: u64) -> Host {
         return host;
     };
     let meta = &manifest.meta;
-    host.host_id = host_name(&meta.host_id).to_owned();
+    host_name(&meta.host_id).clone_into(&mut host.host_id);
     host.cluster_id = meta.cluster_id.clone().filter(|c| !c.is_empty());
-    host.stage = meta.service_stage.clone();
+    host.stage.clone_from(&meta.service_stage);
     host.role = role(&opened);
     host.headline = manifest
         .diagnosis_headline()
         .map(ToOwned::to_owned)
-        .or_else(|| opened.diagnosis.as_ref().and_then(|d| d.headline()));
+        .or_else(|| opened.diagnosis.as_ref().and_then(Diagnosis::headline));
     if let Some(diagnosis) = opened.diagnosis {
         host.findings = diagnosis.findings;
     }
@@ -263,15 +263,15 @@ fn role(opened: &Opened) -> &'static str {
 
 /// Hosts by cluster (in order of first appearance; bundles without a
 /// cluster ID together last), each with its shared causes.
-fn group(hosts: Vec<Host>) -> Vec<Cluster> {
-    let mut clusters: Vec<Cluster> = Vec::new();
+fn group(hosts: Vec<HostRow>) -> Vec<ClusterReport> {
+    let mut clusters: Vec<ClusterReport> = Vec::new();
     for host in hosts {
         let at = clusters
             .iter()
             .position(|c| c.cluster_id == host.cluster_id);
         match at {
             Some(at) => clusters[at].hosts.push(host),
-            None => clusters.push(Cluster {
+            None => clusters.push(ClusterReport {
                 cluster_id: host.cluster_id.clone(),
                 hosts: vec![host],
                 shared: Vec::new(),
@@ -285,12 +285,15 @@ fn group(hosts: Vec<Host>) -> Vec<Cluster> {
     clusters
 }
 
+/// Where a (category, key) was first seen (host, rank there) and the hosts
+/// that have it.
+type Seen = ((usize, usize), Vec<usize>);
+
 /// Findings of the same category and key on two hosts or more: most hosts
 /// first, then errors before warnings before infos, then in the order the
 /// first host ranks them.
-fn shared_causes(hosts: &[Host]) -> Vec<Shared> {
-    // (category, key) -> (first seen at (host, rank), hosts)
-    let mut seen: BTreeMap<(&str, &str), ((usize, usize), Vec<usize>)> = BTreeMap::new();
+fn shared_causes(hosts: &[HostRow]) -> Vec<Shared> {
+    let mut seen: BTreeMap<(&str, &str), Seen> = BTreeMap::new();
     for (h, host) in hosts.iter().enumerate() {
         for (rank, f) in host.findings.iter().enumerate() {
             let entry = seen
@@ -351,7 +354,7 @@ fn shared_causes(hosts: &[Host]) -> Vec<Shared> {
     shared.into_iter().map(|(_, s)| s).collect()
 }
 
-fn render_cluster(o: &mut String, cluster: &Cluster) {
+fn render_cluster(o: &mut String, cluster: &ClusterReport) {
     let hosts = &cluster.hosts;
     let _ = writeln!(
         o,
