@@ -47,8 +47,9 @@ pub(crate) enum Command {
     /// Write the same host_boot bundle the agent ships to a file, with no
     /// service involved (for a support engineer on the host).
     Collect(crate::tools::CollectArgs),
-    /// Print what matters in a host_boot bundle: collectors, failed units,
-    /// the bootstrap services' timeline, redactions.
+    /// Print what matters in a host_boot bundle: the findings, collectors,
+    /// failed units, the bootstrap services' timeline, redactions; or, for
+    /// several bundles, a cluster's hosts and the causes they share.
     Inspect(crate::tools::InspectArgs),
     /// Check the configuration `run` would use on this host and print each
     /// setting with where its value came from (flag, environment, contract
