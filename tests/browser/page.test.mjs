@@ -212,6 +212,24 @@ describe("mock service page during an agent run", { timeout: 240000 }, () => {
     assert.equal(before, await mark.textContent());
   });
 
+  test("the cluster roll-up: a row per host, the agent's headline, above the host cards", async () => {
+    const rollup = page.locator("section.rollup").first();
+    const row = rollup.locator(`tr[data-host="${host.id}"]`);
+    await row.locator("td.headline", { hasText: /quay\.io did not resolve/ }).waitFor({ timeout: 30000 });
+    const names = await rollup.locator("table.rollup-hosts tbody th").allTextContents();
+    assert.deepEqual(names, ["master-0.demo.example.com", "master-1.demo.example.com", "worker-0.demo.example.com"]);
+    const cells = await row.locator("td").allTextContents();
+    assert.equal(cells[0], "master · bootstrap");
+    assert.equal(cells[1], NEW_STAGE);
+    // The hosts without a bundle say so; one bundle shares nothing.
+    const worker = rollup.locator("tr", { hasText: "worker-0.demo.example.com" });
+    assert.equal(await worker.locator("td.headline").textContent(), "no host_boot bundle yet");
+    assert.equal(await rollup.locator("ol.shared-causes").count(), 0);
+    assert.match(await rollup.textContent(), /None: no finding on more than one host\./);
+    const [top, firstCard] = await boxes(page, ["section.rollup", "article.host"]);
+    assert.ok(top.y < firstCard.y);
+  });
+
   test("manifest table and a text member", async () => {
     const browser = page.locator("section.browser");
     await browser.getByRole("tab", { name: "Manifest" }).click();
