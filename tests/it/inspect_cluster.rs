@@ -170,6 +170,31 @@ fn inspect_reads_a_cluster_and_puts_the_shared_cause_first() {
     assert!(!from_dir.contains(".part"), "{from_dir}");
     assert!(!from_files.contains("skipped "), "{from_files}");
 
+    // A named bundle that cannot be read is a row of its own, and an exit 1
+    // after the report.
+    let broken = tmp.path().join("broken.tar.gz");
+    std::fs::write(&broken, b"not a bundle").unwrap();
+    let out = run(&[
+        "inspect".as_ref(),
+        bundles[0].as_os_str(),
+        broken.as_os_str(),
+    ]);
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(
+        text(&out.stderr).contains("1 bundle(s) could not be read"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(report.contains(HOSTS[0]), "{report}");
+    assert!(
+        report.contains(&format!(
+            "== host unknown (-, stage -) {}",
+            broken.display()
+        )),
+        "{report}"
+    );
+
     // --json: the same, as one object.
     let json: serde_json::Value =
         serde_json::from_str(&inspect_ok(&["--json".as_ref(), data.as_os_str()])).unwrap();
