@@ -41,8 +41,9 @@ const HEADLINE_CHARS: usize = 100;
 struct HostRow {
     bundle: String,
     host_id: String,
-    /// `bootstrap` when the bundle holds bootkube's records; `-` otherwise
-    /// (a bundle does not carry the role the service gave its host).
+    /// `bootstrap`, `master` or `-`, as far as the bundle shows it
+    /// ([`role`]): a bundle does not carry the role the service gave its
+    /// host.
     role: &'static str,
     /// The stage the service reported, as the manifest says.
     stage: Option<String>,
@@ -247,15 +248,27 @@ fn read_host(path: &Path, max_uncompressed: u64) -> HostRow {
     host
 }
 
-/// `bootstrap` when bootkube left records on the host.
+/// What the bundle shows of its host's role: `bootstrap` when bootkube left
+/// records on it, `master` when it runs control-plane pods (etcd, the API
+/// server: a worker never does), `-` otherwise (a worker, or a host too
+/// early in its boot to tell).
 fn role(opened: &Opened) -> &'static str {
     let bootkube = opened.summary.as_ref().is_some_and(|s| {
         s.services
             .iter()
             .any(|service| service.service == "bootkube" && service.entries > 0)
     });
+    // `crictl pods`: the namespace is a column of its own.
+    let control_plane = opened.pods.as_deref().is_some_and(|pods| {
+        pods.lines().any(|line| {
+            line.split_whitespace()
+                .any(|field| matches!(field, "openshift-etcd" | "openshift-kube-apiserver"))
+        })
+    });
     if bootkube {
         "bootstrap"
+    } else if control_plane {
+        "master"
     } else {
         "-"
     }
@@ -475,5 +488,28 @@ fn render_cluster(o: &mut String, cluster: &ClusterReport) {
                 let _ = writeln!(o, "     {}", evidence_line(e));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_plane_pods_tell_a_master() {
+        let mut opened = Opened::default();
+        assert_eq!(role(&opened), "-");
+        opened.pods = Some(
+            "POD ID  CREATED  STATE  NAME  NAMESPACE  ATTEMPT  RUNTIME\n\
+             3c1d2e4f5a6b7  2 minutes ago  Ready  dns-default-x  openshift-dns  0  (default)"
+                .to_owned(),
+        );
+        assert_eq!(role(&opened), "-", "every host runs DNS pods");
+        opened.pods = Some(
+            "POD ID  CREATED  STATE  NAME  NAMESPACE  ATTEMPT  RUNTIME\n\
+             3c1d2e4f5a6b7  2 minutes ago  Ready  kube-apiserver-m0  openshift-kube-apiserver  0  (default)"
+                .to_owned(),
+        );
+        assert_eq!(role(&opened), "master");
     }
 }

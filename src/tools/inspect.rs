@@ -70,9 +70,15 @@ pub(super) struct Opened {
     pub(super) summary: Option<Summary>,
     failed_units: Option<String>,
     pub(super) diagnosis: Option<Diagnosis>,
+    /// `crio/crictl-pods.txt`, escaped line by line: the pods tell a
+    /// control-plane host.
+    pub(super) pods: Option<String>,
     /// Every member with its size, in archive order.
     pub(super) members: Vec<(String, u64)>,
 }
+
+const FAILED_UNITS: &str = "systemd/failed-units.txt";
+const PODS: &str = "crio/crictl-pods.txt";
 
 /// Small members read whole; anything bigger is only counted.
 const READ_LIMIT: u64 = 8 * 1024 * 1024;
@@ -98,7 +104,7 @@ pub(super) fn open_bundle(
         opened.members.push((inner.clone(), member.size));
         let wanted = matches!(
             inner.as_str(),
-            MANIFEST_NAME | "records/summary.json" | "systemd/failed-units.txt" | DIAGNOSIS_NAME
+            MANIFEST_NAME | "records/summary.json" | FAILED_UNITS | PODS | DIAGNOSIS_NAME
         );
         if wanted && member.size <= READ_LIMIT && member.entry_type.is_file() {
             let mut data = Vec::new();
@@ -130,11 +136,8 @@ pub(super) fn open_bundle(
                     .ok()
                     .and_then(|value| serde_json::from_value(printable_json(value, &[])).ok());
             }
-            _ => {
-                let text = String::from_utf8_lossy(&data);
-                let lines: Vec<String> = text.lines().map(|l| printable(l).into_owned()).collect();
-                opened.failed_units = Some(lines.join("\n"));
-            }
+            PODS => opened.pods = Some(printable_lines(&String::from_utf8_lossy(&data))),
+            _ => opened.failed_units = Some(printable_lines(&String::from_utf8_lossy(&data))),
         }
     }
     Ok(opened)
