@@ -128,10 +128,10 @@ async fn readmes_by_hand_block_runs_as_written_and_a_bundle_reaches_the_mock() {
         .stderr(Stdio::null())
         .status();
     let output = std::fs::read_to_string(&out_path).unwrap_or_default();
-    let status = match waited {
-        Ok(status) => status.expect("wait for bash"),
-        Err(_) => panic!("README's by-hand block ran past {BY_HAND_BOUND:?}:\n{output}"),
+    let Ok(status) = waited else {
+        panic!("README's by-hand block ran past {BY_HAND_BOUND:?}:\n{output}");
     };
+    let status = status.expect("wait for bash");
     assert!(
         status.success(),
         "README's by-hand block failed ({status}):\n{output}"
@@ -263,12 +263,15 @@ async fn collectors_programs_missing_from_path_are_one_warning_naming_them() {
     assert!(uploads >= 2, "{uploads} bundles:\n{}", run.stderr_text());
     // Said once for the run, not once a bundle.
     let line = assert_one_warning(&run, "not found on PATH (");
-    let named = line
-        .rsplit_once("): ")
-        .and_then(|(_, rest)| rest.split_once(';'))
-        .map(|(names, _)| names)
-        .unwrap_or_else(|| panic!("no list of programs: {line}"));
-    let named: Vec<&str> = named.split(", ").collect();
+    let Some((_, rest)) = line.rsplit_once("): ") else {
+        panic!("no list of programs: {line}");
+    };
+    let named: Vec<&str> = rest
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .split(", ")
+        .collect();
     for program in ["crictl", "ip", "nmcli", "rpm-ostree"] {
         assert!(named.contains(&program), "{program} not named: {line}");
     }
