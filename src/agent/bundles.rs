@@ -157,9 +157,7 @@ impl Reporter {
             }
         }
     }
-}
 
-impl Reporter {
     /// One warning naming every program the bundle's collectors could not
     /// find on PATH (a bundle missing most of its journal or crio looks like
     /// a host problem otherwise), when that set differs from the last one
