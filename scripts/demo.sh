@@ -4,9 +4,11 @@
 # reboot, control-plane boot) and master-1 in today's single-boot flow
 # (machine-config-daemon-firstboot applies the config in place, no reboot).
 #
-#   scripts/demo.sh                      # run and tear down
+#   scripts/demo.sh                        # run and tear down
 #   DEMO_HOLD_SECONDS=600 scripts/demo.sh  # keep the mock (and its page) up afterwards
 #
+# Needs cargo and python3 (README.md); the first build takes about 10
+# minutes on 2 cores.
 # Everything runs on 127.0.0.1 in a temp directory; the host is the fixture
 # root under tests/fixtures/root and the host commands (journalctl, ip,
 # crictl, systemctl) are the fakes under tests/fixtures/bin, so nothing on
@@ -23,6 +25,27 @@ seed="$repo/tests/fixtures/demo-seed.json"
 fake_bin="$repo/tests/fixtures/bin"
 
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+
+for tool in cargo python3; do
+    command -v "$tool" >/dev/null || {
+        echo "demo: $tool not found; install it first (python3: apt-get install python3; cargo: README.md)" >&2
+        exit 1
+    }
+done
+
+# http METHOD URL [JSON]: the mock's admin API, printed to stdout (Python's
+# urllib, never through a proxy of the environment: the mock is on loopback).
+http() {
+    python3 - "$@" <<'EOF'
+import sys, urllib.request
+method, url = sys.argv[1], sys.argv[2]
+data = sys.argv[3].encode() if len(sys.argv) > 3 else None
+headers = {"Content-Type": "application/json"} if data else {}
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+with opener.open(urllib.request.Request(url, data=data, method=method, headers=headers), timeout=10) as r:
+    sys.stdout.buffer.write(r.read())
+EOF
+}
 
 say "building (cargo build --workspace --bins)"
 cargo build --workspace --bins
@@ -77,7 +100,7 @@ if ! line=$(wait_line "$tmp/mock.out" 30 '^listening on http://'); then
 fi
 base=${line#listening on }
 echo "mock listening at $base"
-echo "status page: $base/"
+echo "status page: $base/ (up while the demo runs; DEMO_HOLD_SECONDS=600 keeps it 10 minutes more)"
 
 # The host: a copy of the fixture root, the discovery contract the discovery
 # agent would have left, and the agent's state dir.
@@ -124,7 +147,7 @@ run_agent() {
 
 show_host() {
     local id=${1:-$host_id}
-    curl -fsS "$base/admin/state" | python3 -c '
+    http GET "$base/admin/state" | python3 -c '
 import json, sys
 state = json.load(sys.stdin)
 host = next(h for h in state["hosts"] if h["id"] == sys.argv[1])
@@ -138,8 +161,7 @@ show_host
 
 say "reboot: new boot ID; the controller moves the host to Configuring"
 python3 -c 'import uuid; print(uuid.uuid4())' >"$tmp/root/proc/sys/kernel/random/boot_id"
-curl -fsS -X POST -H 'Content-Type: application/json' \
-    -d '{"current_stage":"Configuring"}' "$base/admin/hosts/$host_id/stage"
+http POST "$base/admin/hosts/$host_id/stage" '{"current_stage":"Configuring"}'
 show_host
 
 say "kubelet comes up healthy (stand-in answering ok at /healthz)"
@@ -184,7 +206,7 @@ run_agent "master-1, the only boot from disk (kubelet healthy once the config is
 show_host "$single_host_id"
 
 say "stage history and bundles"
-curl -fsS "$base/admin/state" >"$tmp/state.json"
+http GET "$base/admin/state" >"$tmp/state.json"
 verdict=0
 python3 - "$tmp/state.json" "$host_id" "$single_host_id" <<'EOF' || verdict=$?
 import json, sys

@@ -1,7 +1,8 @@
 //! The bundle cycle: one look at the service, then one bundle collected
 //! and uploaded, the first of a run after this host's share of the spread;
-//! and what stops bundles on this boot (logs type or token refused, no
-//! cluster known).
+//! what stops bundles on this boot (logs type or token refused, no cluster
+//! known); and the collectors' programs a bundle found missing from PATH,
+//! said in one line.
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use super::progress::{log_api_error, Next};
 use super::reporter::Reporter;
 use super::spread::{first_bundle_delay, SpreadOf};
 use crate::api::{Refusal, UploadTarget};
-use crate::bundle::BundleMeta;
+use crate::bundle::{BundleMeta, Manifest};
 use crate::upload::Uploader;
 
 /// Host lookups that may fail in a row before bundles are shipped anyway: the
@@ -132,6 +133,7 @@ impl Reporter {
                 self.uploads += 1;
                 self.diagnosis_headline = done.manifest.diagnosis_headline().map(str::to_owned);
                 self.reached_service = true;
+                self.say_missing_tools(&done.manifest);
                 tracing::info!(
                     "uploaded the {reason} {} bundle: {} bytes compressed in {}",
                     self.config.logs_type,
@@ -155,6 +157,48 @@ impl Reporter {
             }
         }
     }
+
+    /// One warning naming every program the bundle's collectors could not
+    /// find on PATH (a bundle missing most of its journal or crio looks like
+    /// a host problem otherwise), when that set differs from the last one
+    /// said; and one line when they are all found again.
+    fn say_missing_tools(&mut self, manifest: &Manifest) {
+        let missing = missing_tools(manifest);
+        if missing == self.missing_tools {
+            return;
+        }
+        if missing.is_empty() {
+            tracing::info!("the collectors' programs are all found on PATH again");
+        } else {
+            tracing::warn!(
+                "not found on PATH ({}): {}; the bundle lacks what they collect \
+                 (the manifest lists each member skipped)",
+                std::env::var("PATH").unwrap_or_default(),
+                missing.join(", ")
+            );
+        }
+        self.missing_tools = missing;
+    }
+}
+
+/// The programs a bundle's members were skipped for because they are not on
+/// PATH, each once, in collection order. The reason is the one the command
+/// runner writes (`collect/command.rs`: "PROGRAM not found on PATH").
+fn missing_tools(manifest: &Manifest) -> Vec<String> {
+    let mut missing: Vec<String> = Vec::new();
+    let reasons = manifest
+        .collectors
+        .iter()
+        .flat_map(|c| &c.files)
+        .filter_map(|f| f.reason.as_deref());
+    for reason in reasons {
+        if let Some(program) = reason.strip_suffix(" not found on PATH") {
+            if !program.contains(' ') && !missing.iter().any(|m| m == program) {
+                missing.push(program.to_owned());
+            }
+        }
+    }
+    missing
 }
 
 /// Whether a refused upload means no bundle of this boot can pass: the
@@ -168,6 +212,63 @@ fn ends_bundles_for_the_boot(refusal: Option<Refusal>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn manifest_with_path(path: &std::path::Path) -> Manifest {
+        let ctx = crate::collect::testing::context(
+            std::path::Path::new("/nonexistent-root"),
+            Some(path.into()),
+        );
+        let meta = BundleMeta {
+            agent_version: "0.1.0".into(),
+            host_id: "b7e0c1a2-0000-4000-8000-000000000001".into(),
+            infra_env_id: String::new(),
+            cluster_id: None,
+            boot_id: "8f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0".into(),
+            boot_number: 1,
+            service_stage: None,
+            reason: "first".into(),
+        };
+        crate::assemble::write_bundle(
+            Vec::new(),
+            &ctx,
+            &meta,
+            &crate::bundle::BundleLimits::default(),
+        )
+        .unwrap()
+        .0
+    }
+
+    #[test]
+    fn every_program_missing_from_path_is_named_once() {
+        let empty = tempfile::tempdir().unwrap();
+        let missing = missing_tools(&manifest_with_path(empty.path()));
+        for program in ["journalctl", "systemctl", "crictl", "ip", "nmcli"] {
+            assert_eq!(
+                missing.iter().filter(|m| *m == program).count(),
+                1,
+                "{program} in {missing:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn programs_on_path_are_not_named() {
+        let fake_bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bin");
+        let missing = missing_tools(&manifest_with_path(&fake_bin));
+        for program in [
+            "journalctl",
+            "systemctl",
+            "crictl",
+            "ip",
+            "nmcli",
+            "rpm-ostree",
+        ] {
+            assert!(
+                !missing.iter().any(|m| m == program),
+                "{program} in {missing:?}"
+            );
+        }
+    }
 
     #[test]
     fn only_a_refused_logs_type_ends_the_boots_bundles() {

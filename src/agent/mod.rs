@@ -26,7 +26,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::config::{Config, Flags, Paths};
+use crate::config::{Config, ConfigError, Flags, Paths};
 use crate::instance::{self, Lock};
 use finish::{finish_interrupted_cleanup, EXIT_WAIT};
 use reporter::Reporter;
@@ -132,6 +132,19 @@ async fn run_service(args: Flags, env: &HashMap<String, String>) {
     let getenv = |name: &str| env.get(name).cloned();
     let config = match Config::resolve(&args, &getenv) {
         Ok(config) => config,
+        // Not configured (yet, or any more: cleanup removes the contract):
+        // nothing is wrong with the agent, it has nothing to do. One line
+        // names every value missing and every place looked in.
+        Err(err @ ConfigError::Missing { .. }) => {
+            let dir = &paths.config_dir;
+            let absent = if dir.exists() {
+                String::new()
+            } else {
+                format!("; {} does not exist", dir.display())
+            };
+            tracing::warn!("{err}{absent}; nothing can be reported, exiting");
+            return;
+        }
         Err(err) => {
             tracing::error!("{err}; nothing can be reported, exiting");
             return;

@@ -95,6 +95,9 @@ pub(super) struct Reporter {
     /// The first bundle of this run has had its delay (once per run: a
     /// retry after a failed upload is already spread by the first's).
     pub(super) first_bundle_spread: bool,
+    /// The collectors' programs last said to be missing from PATH: said
+    /// again only when that changes, not every bundle.
+    pub(super) missing_tools: Vec<String>,
     /// The cleanup has started: the ledger is being removed and must not be
     /// written again by this run.
     pub(super) cleanup_begun: bool,
@@ -201,6 +204,7 @@ impl Reporter {
             diagnosis_headline: None,
             herd,
             first_bundle_spread: false,
+            missing_tools: Vec::new(),
             cleanup_begun: false,
             config,
         })

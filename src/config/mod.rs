@@ -44,9 +44,11 @@ pub(crate) const DEFAULT_UPLOAD_SPREAD: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("missing configuration: {what} (looked in {})", .looked_in.join(", "))]
+    /// Every required value that no layer sets, in one message: a host
+    /// missing its whole contract hears it once, not one value a start.
+    #[error("missing configuration: {} (looked in {})", .what.join(", "), .looked_in.join(", "))]
     Missing {
-        what: &'static str,
+        what: Vec<&'static str>,
         looked_in: Vec<String>,
     },
     #[error("invalid {what} from {source_name}: {reason}")]
@@ -173,24 +175,38 @@ impl Config {
             config_dir,
             state_dir,
         } = paths.clone();
-        let service_url = layers
-            .parsed(Key::ServiceUrl, service_url)?
-            .ok_or_else(|| layers.missing(&[Key::ServiceUrl]))?
-            .0;
+        let service_url = layers.parsed(Key::ServiceUrl, service_url)?.map(|v| v.0);
         let infra_env_id = layers.parsed(Key::InfraEnvId, parse_uuid)?.map(|v| v.0);
-        let host_id = layers
-            .parsed(Key::HostId, parse_uuid)?
-            .ok_or_else(|| layers.missing(&[Key::HostId]))?
-            .0;
+        let host_id = layers.parsed(Key::HostId, parse_uuid)?.map(|v| v.0);
         let cluster_id = layers.parsed(Key::ClusterId, parse_uuid)?.map(|v| v.0);
-        // The host list of the cluster names the infra-env (agent auth), so
-        // either ID finds the host.
-        if infra_env_id.is_none() && cluster_id.is_none() {
-            return Err(ConfigError::Missing {
-                what: "infra-env ID (or a cluster ID to learn it from)",
-                looked_in: layers.looked_in(&[Key::InfraEnvId, Key::ClusterId]),
-            });
-        }
+        // Every required value no layer sets, named together.
+        let missing: Vec<(&'static str, &[Key])> = [
+            (
+                service_url.is_none(),
+                setting(Key::ServiceUrl).what,
+                &[Key::ServiceUrl][..],
+            ),
+            (
+                host_id.is_none(),
+                setting(Key::HostId).what,
+                &[Key::HostId][..],
+            ),
+            // The host list of the cluster names the infra-env (agent
+            // auth), so either ID finds the host.
+            (
+                infra_env_id.is_none() && cluster_id.is_none(),
+                "infra-env ID (or a cluster ID to learn it from)",
+                &[Key::InfraEnvId, Key::ClusterId][..],
+            ),
+        ]
+        .into_iter()
+        .filter(|(absent, ..)| *absent)
+        .map(|(_, what, keys)| (what, keys))
+        .collect();
+        let (Some(service_url), Some(host_id), true) = (service_url, host_id, missing.is_empty())
+        else {
+            return Err(layers.missing(&missing));
+        };
 
         let credentials =
             resolve_credentials(layers.flags, layers.getenv, layers.dir, &mut warnings)?;
@@ -455,7 +471,7 @@ impl Layers<'_> {
     }
 
     /// Every place `keys` were looked for.
-    fn looked_in(&self, keys: &[Key]) -> Vec<String> {
+    fn looked_in<'k>(&self, keys: impl IntoIterator<Item = &'k Key>) -> Vec<String> {
         let mut places = Vec::new();
         for &key in keys {
             let s = setting(key);
@@ -469,10 +485,11 @@ impl Layers<'_> {
         places
     }
 
-    fn missing(&self, keys: &[Key]) -> ConfigError {
+    /// The values no layer sets, each with the keys that would set it.
+    fn missing(&self, values: &[(&'static str, &[Key])]) -> ConfigError {
         ConfigError::Missing {
-            what: setting(keys[0]).what,
-            looked_in: self.looked_in(keys),
+            what: values.iter().map(|(what, _)| *what).collect(),
+            looked_in: self.looked_in(values.iter().flat_map(|(_, keys)| keys.iter())),
         }
     }
 
@@ -529,7 +546,7 @@ fn resolve_credentials(
         let text =
             contract::read_secret_file(path, Kind::PullSecret, warnings)?.ok_or_else(|| {
                 ConfigError::Missing {
-                    what: "pull secret",
+                    what: vec!["pull secret"],
                     looked_in: vec![format!("--pull-secret-file {}", path.display())],
                 }
             })?;
@@ -751,6 +768,26 @@ mod tests {
             err.contains(&dir.path().join("host-id").display().to_string()),
             "{err}"
         );
+    }
+
+    #[test]
+    fn an_empty_contract_names_every_missing_value_in_one_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Config::resolve(&args(dir.path()), &env_of(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "missing configuration: assisted-service URL, host ID, \
+                 infra-env ID (or a cluster ID to learn it from) (looked in "
+            ),
+            "{err}"
+        );
+        for place in ["service-url", "host-id", "infra-env-id", "cluster-id"] {
+            let path = dir.path().join(place).display().to_string();
+            assert_eq!(err.matches(&path).count(), 1, "{place}: {err}");
+        }
+        assert_eq!(err.lines().count(), 1, "{err}");
     }
 
     #[test]

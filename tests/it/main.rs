@@ -10,6 +10,7 @@ mod common;
 mod ignition_engine;
 
 mod bundle_readers;
+mod by_hand;
 mod collection;
 mod crash;
 mod diagnosis;

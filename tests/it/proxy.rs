@@ -9,8 +9,10 @@
 //! configuration layer, and proxies that refuse (ACL, wrong credentials,
 //! nothing listening): a clear error naming the proxy, bounded retries.
 //!
-//! Needs `/usr/bin/tinyproxy` (Debian package `tinyproxy`); without it the
-//! tests say so and pass, CI installs it.
+//! Needs `/usr/bin/tinyproxy`: Debian's `tinyproxy-bin`, the executable
+//! alone (the `tinyproxy` package would add a service enabled at boot),
+//! which `scripts/test-deps` installs; without it every test here fails
+//! with that install line.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -32,7 +34,7 @@ const PROXY_PASSWORD: &str = "Pr0xy-pa55w0rd-e2e";
 fn require_tinyproxy() {
     assert!(
         Path::new(TINYPROXY).exists(),
-        "{TINYPROXY} not found: apt-get install tinyproxy (or run scripts/test, which installs it)"
+        "{TINYPROXY} not found: apt-get install tinyproxy-bin (or run scripts/test, which installs it)"
     );
 }
 
