@@ -534,12 +534,6 @@ impl Engine {
                     push_consequence(acc, consequence, at);
                     continue;
                 }
-                let last_line = message
-                    .lines()
-                    .map(|l| normalise::parse(l).message)
-                    .find(|m| m.starts_with("Error") || m.contains("error"))
-                    .or_else(|| message.lines().next().map(|l| normalise::parse(l).message))
-                    .unwrap_or("no error message recorded");
                 let signal = Signal::new(
                     Category::Other,
                     format!("{} {}", service.service, failure.what),
@@ -547,7 +541,7 @@ impl Engine {
                         "{} {} failed: {}",
                         service.service,
                         failure.what,
-                        line::shorten(last_line, 160)
+                        last_error_line(message)
                     ),
                     Nature::Transient,
                 );
@@ -596,6 +590,23 @@ impl Engine {
             if explained {
                 continue;
             }
+            let result = unit_result(normalise::parse(&evidence.text).message);
+            // A unit stopped by a signal is what an ordinary stop (a
+            // reboot, `systemctl stop` of a unit that ignores SIGTERM)
+            // looks like: a note, never the consequence of a cause.
+            if result == Some("signal") {
+                let signal = Signal::new(
+                    Category::Other,
+                    unit.clone(),
+                    format!("{unit}.service was stopped by a signal"),
+                    Nature::Note,
+                );
+                let acc = self.acc_for(&signal);
+                acc.first_at = min_opt(acc.first_at, at);
+                acc.count += 1;
+                acc.evidence.push((at, usize::MAX, evidence));
+                continue;
+            }
             let consequence = Consequence {
                 unit: unit.clone(),
                 what: "unit".into(),
@@ -610,10 +621,7 @@ impl Engine {
             let signal = Signal::new(
                 category,
                 unit.clone(),
-                format!(
-                    "{unit}.service failed ({})",
-                    normalise::parse(&evidence.text).message
-                ),
+                format!("{unit}.service failed: {}", result_in_words(result)),
                 Nature::Transient,
             );
             let acc = self.acc_for(&signal);
@@ -645,6 +653,68 @@ fn category_of_unit(unit: &str) -> Category {
         "nodeip-configuration" => Category::RouteConfig,
         _ => Category::Other,
     }
+}
+
+/// systemd's result of a failed unit: `Failed with result 'exit-code'.`
+/// or a status block's `Active: failed (Result: timeout) since …`.
+fn unit_result(message: &str) -> Option<&str> {
+    let rest = line::after(message, "Failed with result '")
+        .or_else(|| line::after(message, "(Result: "))?;
+    Some(line::token_until(rest, &['\'', ')']))
+}
+
+/// A unit's result as a person says it (systemd's `service_result_table`,
+/// src/core/service.c).
+fn result_in_words(result: Option<&str>) -> String {
+    match result {
+        Some("exit-code") => "its process exited with an error".into(),
+        Some("timeout") => "it timed out".into(),
+        Some("core-dump") => "its process crashed (core dump)".into(),
+        Some("watchdog") => "its watchdog expired".into(),
+        Some("start-limit-hit") => "it was restarted too often (start limit hit)".into(),
+        Some("oom-kill") => "the kernel's OOM killer killed it".into(),
+        Some("resources") => "systemd could not set up its resources".into(),
+        Some("protocol") => "it did not follow the service protocol".into(),
+        Some("exec-condition") => "its start condition failed".into(),
+        Some(other) => format!("result {other}"),
+        None => "no result recorded".into(),
+    }
+}
+
+/// The last line of a bootstrap record's error message that says what
+/// went wrong: systemd's own lines (`Main process exited`, `Failed with
+/// result`) say only that it did; among the others the last that reads as
+/// an error, else the last. The message was redacted on its way in;
+/// [`fit_to_show`](super::finding::fit_to_show) escapes it when it is shown.
+fn last_error_line(message: &str) -> String {
+    let own: Vec<&str> = message
+        .lines()
+        .map(normalise::parse)
+        .filter(|p| p.ident != Some("systemd") && !p.message.trim().is_empty())
+        .map(|p| p.message.trim())
+        .collect();
+    let erring = |m: &&&str| {
+        let lower = m.to_ascii_lowercase();
+        [
+            "error",
+            "fail",
+            "fatal",
+            "refused",
+            "denied",
+            "timeout",
+            "timed out",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+    };
+    own.iter()
+        .rev()
+        .find(erring)
+        .or_else(|| own.last())
+        .map_or_else(
+            || "no error message recorded".to_owned(),
+            |m| line::shorten(m, 160),
+        )
 }
 
 fn push_consequence(acc: &mut Acc, consequence: Consequence, at: Option<i64>) {
@@ -721,12 +791,20 @@ fn severity(acc: &Acc) -> Severity {
         return Severity::Error;
     }
     if !acc.consequences.is_empty() {
+        // A failure nothing explains that later recovered: the retry
+        // worked, as on many healthy installs.
+        if acc.signal.category == Category::Other {
+            return Severity::Info;
+        }
         return Severity::Warning;
     }
     let recovered = acc.recovered && !acc.unrecovered_somewhere;
+    // The API refusing while it starts and the pod network not there yet
+    // are what every install goes through. A CSR left pending is not: the
+    // rules read only the approver's refusals and kubelet giving up.
     let benign = matches!(
         acc.signal.category,
-        Category::ApiUnreachable | Category::CsrPending | Category::PodNetwork
+        Category::ApiUnreachable | Category::PodNetwork
     );
     if recovered {
         // A link that keeps going down and up is not a retry that worked.
@@ -784,6 +862,8 @@ fn finding(mut acc: Acc, severity: Severity) -> Finding {
         };
         phrases.push((c.unit.clone(), format!("{}{step} {how}", c.unit)));
     }
+    // The unit a finding is about is named by its summary already.
+    phrases.retain(|(unit, _)| *unit != acc.signal.key);
     if !phrases.is_empty() && acc.signal.category != Category::Other {
         let list: Vec<String> = phrases.into_iter().map(|(_, p)| p).collect();
         summary = format!("{summary}; {}", list.join("; "));

@@ -5,7 +5,7 @@
 //! `Pull failed. Retrying`, kubelet's `ErrImagePull`/`Back-off pulling
 //! image`, containers/image's `initializing source`, registry rate limits).
 
-use super::line::{after, has, registry_host, shorten};
+use super::line::{after, has, registry_host, shorten, words_at};
 use super::signal::{Category, Nature, Signal};
 
 /// What CRI-O says when it refuses its configuration; [`crio_config`]'s
@@ -35,7 +35,7 @@ pub(super) fn crio_config(msg: &str) -> Option<Signal> {
         "crio.conf",
         format!(
             "CRI-O refuses its configuration ({}{}{})",
-            what.trim_start_matches('a'),
+            words_at(msg, what).unwrap_or(what),
             if detail.is_empty() { "" } else { ": " },
             shorten(detail.trim_end_matches('"'), 100)
         ),
@@ -84,13 +84,24 @@ pub(super) fn image_pull(msg: &str) -> Option<Signal> {
         "received unexpected HTTP status: 5",
     ];
     let what = FAILED.iter().find(|w| msg.contains(*w))?;
-    let registry = registry_host(msg).unwrap_or("the registry");
-    let summary = if has!(what, "rate") || has!(what, "many") {
+    let rate = has!(what, "rate") || has!(what, "many");
+    // Docker Hub's refusal ends with a help link
+    // (`https://www.docker.com/increase-rate-limit`), not the registry.
+    let about = match msg.find("https://www.docker.com/") {
+        Some(at) if rate => &msg[..at],
+        _ => msg,
+    };
+    let registry = registry_host(about).unwrap_or(if about.len() < msg.len() {
+        "docker.io"
+    } else {
+        "the registry"
+    });
+    let summary = if rate {
         format!("{registry} refused pulls: rate limit reached")
     } else {
         format!(
             "image pull from {registry} failed ({})",
-            what.trim_start_matches('r')
+            words_at(msg, what).unwrap_or(what)
         )
     };
     Some(Signal::new(
