@@ -229,6 +229,7 @@ impl Engine {
     /// Correlates and orders everything absorbed.
     pub fn finish(mut self) -> Diagnosis {
         self.judge_observations();
+        self.retries_that_worked();
         self.read_host_files();
         self.attach_records();
         self.attach_unit_failures();
@@ -280,6 +281,46 @@ impl Engine {
             members_scanned: self.members,
             lines_scanned: self.lines,
             lines_unread: self.unread,
+        }
+    }
+
+    /// Retries that worked: a transient problem logged only by units that
+    /// later succeeded (`X.service: Deactivated successfully`, Ignition's
+    /// `GET result: OK`) recovered, whatever its category: a release image
+    /// pull retried until it came, a config fetch tried before DHCP
+    /// answered.
+    fn retries_that_worked(&mut self) {
+        let ignition_ok = self
+            .recoveries
+            .iter()
+            .filter(|(c, k, _)| *c == Category::McsUnreachable && k == "*")
+            .filter_map(|(_, _, at)| *at)
+            .max();
+        let ok_at = |unit: &str| -> Option<i64> {
+            let unit_ok = self.units.get(unit).and_then(|m| m.ok_at);
+            if unit == "ignition" {
+                max_opt(unit_ok, ignition_ok)
+            } else {
+                unit_ok
+            }
+        };
+        let recovered: Vec<bool> = self
+            .accs
+            .iter()
+            .map(|acc| {
+                acc.signal.nature == Nature::Transient
+                    && !acc.units.is_empty()
+                    && acc.units.iter().all(|u| match (ok_at(u), acc.last_at) {
+                        (Some(ok), Some(last)) => ok >= last,
+                        _ => false,
+                    })
+            })
+            .collect();
+        for (acc, recovered) in self.accs.iter_mut().zip(recovered) {
+            if recovered {
+                acc.recovered = true;
+                acc.unrecovered_somewhere = false;
+            }
         }
     }
 
@@ -798,6 +839,23 @@ fn severity(acc: &Acc) -> Severity {
         }
         return Severity::Warning;
     }
+    // A pod's virtual interface goes down whenever its pod stops.
+    if acc.signal.category == Category::NetworkLink && is_virtual_interface(&acc.signal.key) {
+        return Severity::Info;
+    }
+    // Ignition fetches its config in the initramfs as soon as it starts,
+    // often before DHCP has answered: a try or two that found no network
+    // is how a good first boot begins (it retries until it gets one).
+    let early_ignition = acc.units.iter().all(|u| u == "ignition")
+        && !acc.units.is_empty()
+        && matches!(
+            acc.signal.category,
+            Category::NetworkLink | Category::DnsResolution | Category::RouteConfig
+        )
+        && count < 3;
+    if early_ignition && acc.signal.nature == Nature::Transient {
+        return Severity::Info;
+    }
     let recovered = acc.recovered && !acc.unrecovered_somewhere;
     // The API refusing while it starts and the pod network not there yet
     // are what every install goes through. A CSR left pending is not: the
@@ -835,6 +893,35 @@ fn severity(acc: &Acc) -> Severity {
             }
         }
     }
+}
+
+/// The virtual interfaces of pods, containers and overlays, whose links
+/// come and go with them: veth pairs (`veth…`, Calico's `cali…`,
+/// ovn-kubernetes' 15 hex characters of the container ID), bridges and
+/// tunnels the runtime or the CNI makes.
+fn is_virtual_interface(name: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "veth",
+        "cali",
+        "tap",
+        "tun",
+        "vnet",
+        "vxlan",
+        "genev_sys",
+        "flannel",
+        "cni",
+        "docker",
+        "virbr",
+        "br-int",
+        "ovn-k8s",
+        "ovs-system",
+        "weave",
+        "lxc",
+        "kube-ipvs",
+        "cilium",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+        || (name.len() == 15 && name.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 fn finding(mut acc: Acc, severity: Severity) -> Finding {

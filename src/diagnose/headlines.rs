@@ -213,3 +213,34 @@ fn a_failed_unit_no_rule_reads_is_named_and_a_stop_by_signal_is_quiet() {
     );
     assert_eq!(d.headline(), None);
 }
+
+#[test]
+fn healthy_noise_says_nothing() {
+    // A pod's veth losing its carrier as the pod stops.
+    let veth = "\
+2026-11-22T10:00:00.000000+0000 m NetworkManager[1]: <info>  [1.1] device (veth5f3a9c1): state change: activated -> unavailable (reason 'carrier-changed', sys-iface-state: 'external')
+2026-11-22T10:00:01.000000+0000 m NetworkManager[1]: <info>  [1.2] device (a1b2c3d4e5f6a7b): state change: activated -> unavailable (reason 'carrier-changed', sys-iface-state: 'external')
+";
+    // NetworkManager's carrier coming back is no loss.
+    let carrier_back = "2026-11-22T10:00:00.000000+0000 m NetworkManager[1]: <info>  [1.1] device (ens33): state change: unavailable -> disconnected (reason 'carrier-changed', sys-iface-state: 'managed')\n";
+    // Ignition's first fetch before DHCP answered.
+    let early_fetch = "2026-11-22T10:00:00.000000+0000 m ignition[242]: op(1): op(2): [failed]   GET \"http://169.254.169.254/2009-04-04/user-data\": Get http://169.254.169.254/2009-04-04/user-data: dial tcp 169.254.169.254:80: connect: network is unreachable\n";
+    // A release image pull retried until it came.
+    let pull_retried = "\
+2026-11-22T10:00:00.000000+0000 m release-image-download.sh[848]: Pull failed. Retrying quay.io/openshift-release-dev/ocp-release@sha256:eafd...
+2026-11-22T10:00:10.000000+0000 m release-image-download.sh[848]: Pull failed. Retrying quay.io/openshift-release-dev/ocp-release@sha256:eafd...
+2026-11-22T10:00:20.000000+0000 m release-image-download.sh[848]: Pull failed. Retrying quay.io/openshift-release-dev/ocp-release@sha256:eafd...
+2026-11-22T10:01:00.000000+0000 m systemd[1]: release-image.service: Deactivated successfully.
+";
+    for text in [veth, carrier_back, early_fetch, pull_retried] {
+        let d = engine_with(&[("journal/this-boot.log", text)]);
+        assert_eq!(d.headline(), None, "{text}\n{d:#?}");
+    }
+    // The same pull failing for good still speaks.
+    let pull_failing = pull_retried.replace(
+        "2026-11-22T10:01:00.000000+0000 m systemd[1]: release-image.service: Deactivated successfully.\n",
+        "",
+    );
+    let d = engine_with(&[("journal/this-boot.log", &pull_failing)]);
+    assert!(d.headline().is_some(), "{d:#?}");
+}
