@@ -297,6 +297,11 @@ impl Engine {
             .filter_map(|(_, _, at)| *at)
             .max();
         let ok_at = |unit: &str| -> Option<i64> {
+            // A daemon (kubelet, crio) that stops cleanly at a reboot did
+            // not retry its way to success: only jobs that finish count.
+            if !is_job(unit) {
+                return None;
+            }
             let unit_ok = self.units.get(unit).and_then(|m| m.ok_at);
             if unit == "ignition" {
                 max_opt(unit_ok, ignition_ok)
@@ -893,6 +898,29 @@ fn severity(acc: &Acc) -> Severity {
             }
         }
     }
+}
+
+/// Units of the installation that run a job to its end (oneshot
+/// services), whose `Deactivated successfully` says the job worked: the
+/// installer's and the machine config operator's first-boot units,
+/// Ignition's and CoreOS's initramfs units.
+fn is_job(unit: &str) -> bool {
+    matches!(
+        unit,
+        "release-image"
+            | "release-image-pivot"
+            | "bootkube"
+            | "bootstrap-pivot"
+            | "approve-csr"
+            | "machine-config-daemon-firstboot"
+            | "machine-config-daemon-pull"
+            | "node-valid-hostname"
+            | "nodeip-configuration"
+            | "ovs-configuration"
+            | "resolv-prepender"
+            | "rpm-ostree-rebase"
+    ) || unit.starts_with("ignition")
+        || unit.starts_with("coreos-")
 }
 
 /// The virtual interfaces of pods, containers and overlays, whose links

@@ -243,4 +243,11 @@ fn healthy_noise_says_nothing() {
     );
     let d = engine_with(&[("journal/this-boot.log", &pull_failing)]);
     assert!(d.headline().is_some(), "{d:#?}");
+    // A daemon stopping cleanly at a reboot did not retry its way out.
+    let kubelet = "\
+2026-11-22T10:00:00.000000+0000 m kubelet[1]: E1122 Get \"https://quay.io/v2/\": dial tcp: lookup quay.io on 10.0.0.1:53: no such host
+2026-11-22T10:30:00.000000+0000 m systemd[1]: kubelet.service: Deactivated successfully.
+";
+    let d = engine_with(&[("journal/this-boot.log", kubelet)]);
+    assert!(d.headline().is_some(), "{d:#?}");
 }
