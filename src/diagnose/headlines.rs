@@ -251,3 +251,21 @@ fn healthy_noise_says_nothing() {
     let d = engine_with(&[("journal/this-boot.log", kubelet)]);
     assert!(d.headline().is_some(), "{d:#?}");
 }
+
+#[test]
+fn parse_errors_say_where_not_the_whole_line() {
+    let h = headline_of(
+        r#"level=fatal msg="failed to fetch Master Machines: failed to load asset \"Install Config\": invalid \"install-config.yaml\" file: compute[0].replicas: Invalid value: -1: number of replicas must not be negative""#,
+    );
+    assert!(!h.contains("(:") && !h.ends_with("\")"), "{h}");
+    let h = headline_of("crio[1]: time=\"2020-01-01\" level=fatal msg=\"Near line 112 (last key parsed 'crio.image'): Expected key separator '=', but got '\\n' instead.\"");
+    assert!(
+        h.starts_with("CRI-O's configuration file does not parse at line 112, after key crio.image: Expected key separator"),
+        "{h}"
+    );
+    let h = headline_of("NetworkManager[1022]: <warn>  [1700000000.1234] dns-mgr: could not commit DNS changes: Error writing /etc/resolv.conf: Read-only file system");
+    assert_eq!(
+        h,
+        "NetworkManager could not write the resolver configuration: Error writing /etc/resolv.conf: Read-only file system"
+    );
+}

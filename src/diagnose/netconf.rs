@@ -195,10 +195,20 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
         return Some(Signal::new(
             Category::DnsConfig,
             "resolv.conf",
-            format!(
-                "NetworkManager could not write the resolver configuration ({})",
-                shorten(msg.trim(), 100)
-            ),
+            // NetworkManager's reason (`could not commit DNS changes:
+            // REASON`, `update-dns: plugin P update failed: REASON`), not
+            // the line around it.
+            match after(msg, "could not commit DNS changes: ")
+                .or_else(|| after(msg, "update failed: "))
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+            {
+                Some(why) => format!(
+                    "NetworkManager could not write the resolver configuration: {}",
+                    shorten(why, 100)
+                ),
+                None => "NetworkManager could not write the resolver configuration".to_owned(),
+            },
             Nature::Fatal,
         ));
     }

@@ -47,13 +47,39 @@ pub(super) fn crio_config(msg: &str) -> Option<Signal> {
 pub(super) fn crio_toml(msg: &str) -> Option<Signal> {
     let crio = has!(msg, "crio") || has!(msg, "cri-o") || has!(msg, "CRI-O");
     if crio && TOML.iter().any(|w| msg.contains(w)) {
+        // BurntSushi/toml's parse error: `Near line N (last key parsed
+        // 'K'): WHAT`; its decode error: `toml: WHAT`. The place and the
+        // reason, not the line around them.
+        let line = after(msg, "Near line ").map(|r| super::line::token_until(r, &[' ', ':']));
+        let key = after(msg, "(last key parsed '").map(|r| super::line::token_until(r, &['\'']));
+        let why = after(msg, "): ")
+            .or_else(|| after(msg, "toml: "))
+            .map(|r| r.trim().trim_end_matches(['"', '\\']))
+            .filter(|r| !r.is_empty());
+        let place = [
+            line.map(|l| format!("line {l}")),
+            key.map(|k| format!("after key {k}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        let summary = match (place.is_empty(), why) {
+            (false, Some(why)) => format!(
+                "CRI-O's configuration file does not parse at {place}: {}",
+                shorten(why, 100)
+            ),
+            (false, None) => format!("CRI-O's configuration file does not parse at {place}"),
+            (true, Some(why)) => format!(
+                "CRI-O's configuration file does not parse: {}",
+                shorten(why, 100)
+            ),
+            (true, None) => "CRI-O's configuration file does not parse".to_owned(),
+        };
         return Some(Signal::new(
             Category::CrioConfig,
             "crio.conf",
-            format!(
-                "CRI-O's configuration file does not parse ({})",
-                shorten(msg.trim(), 100)
-            ),
+            summary,
             Nature::Fatal,
         ));
     }
