@@ -229,6 +229,7 @@ impl Engine {
     /// Correlates and orders everything absorbed.
     pub fn finish(mut self) -> Diagnosis {
         self.judge_observations();
+        self.retries_that_worked();
         self.read_host_files();
         self.attach_records();
         self.attach_unit_failures();
@@ -280,6 +281,51 @@ impl Engine {
             members_scanned: self.members,
             lines_scanned: self.lines,
             lines_unread: self.unread,
+        }
+    }
+
+    /// Retries that worked: a transient problem logged only by units that
+    /// later succeeded (`X.service: Deactivated successfully`, Ignition's
+    /// `GET result: OK`) recovered, whatever its category: a release image
+    /// pull retried until it came, a config fetch tried before DHCP
+    /// answered.
+    fn retries_that_worked(&mut self) {
+        let ignition_ok = self
+            .recoveries
+            .iter()
+            .filter(|(c, k, _)| *c == Category::McsUnreachable && k == "*")
+            .filter_map(|(_, _, at)| *at)
+            .max();
+        let ok_at = |unit: &str| -> Option<i64> {
+            // A daemon (kubelet, crio) that stops cleanly at a reboot did
+            // not retry its way to success: only jobs that finish count.
+            if !is_job(unit) {
+                return None;
+            }
+            let unit_ok = self.units.get(unit).and_then(|m| m.ok_at);
+            if unit == "ignition" {
+                max_opt(unit_ok, ignition_ok)
+            } else {
+                unit_ok
+            }
+        };
+        let recovered: Vec<bool> = self
+            .accs
+            .iter()
+            .map(|acc| {
+                acc.signal.nature == Nature::Transient
+                    && !acc.units.is_empty()
+                    && acc.units.iter().all(|u| match (ok_at(u), acc.last_at) {
+                        (Some(ok), Some(last)) => ok >= last,
+                        _ => false,
+                    })
+            })
+            .collect();
+        for (acc, recovered) in self.accs.iter_mut().zip(recovered) {
+            if recovered {
+                acc.recovered = true;
+                acc.unrecovered_somewhere = false;
+            }
         }
     }
 
@@ -534,12 +580,6 @@ impl Engine {
                     push_consequence(acc, consequence, at);
                     continue;
                 }
-                let last_line = message
-                    .lines()
-                    .map(|l| normalise::parse(l).message)
-                    .find(|m| m.starts_with("Error") || m.contains("error"))
-                    .or_else(|| message.lines().next().map(|l| normalise::parse(l).message))
-                    .unwrap_or("no error message recorded");
                 let signal = Signal::new(
                     Category::Other,
                     format!("{} {}", service.service, failure.what),
@@ -547,7 +587,7 @@ impl Engine {
                         "{} {} failed: {}",
                         service.service,
                         failure.what,
-                        line::shorten(last_line, 160)
+                        last_error_line(message)
                     ),
                     Nature::Transient,
                 );
@@ -596,6 +636,23 @@ impl Engine {
             if explained {
                 continue;
             }
+            let result = unit_result(normalise::parse(&evidence.text).message);
+            // A unit stopped by a signal is what an ordinary stop (a
+            // reboot, `systemctl stop` of a unit that ignores SIGTERM)
+            // looks like: a note, never the consequence of a cause.
+            if result == Some("signal") {
+                let signal = Signal::new(
+                    Category::Other,
+                    unit.clone(),
+                    format!("{unit}.service was stopped by a signal"),
+                    Nature::Note,
+                );
+                let acc = self.acc_for(&signal);
+                acc.first_at = min_opt(acc.first_at, at);
+                acc.count += 1;
+                acc.evidence.push((at, usize::MAX, evidence));
+                continue;
+            }
             let consequence = Consequence {
                 unit: unit.clone(),
                 what: "unit".into(),
@@ -610,10 +667,7 @@ impl Engine {
             let signal = Signal::new(
                 category,
                 unit.clone(),
-                format!(
-                    "{unit}.service failed ({})",
-                    normalise::parse(&evidence.text).message
-                ),
+                format!("{unit}.service failed: {}", result_in_words(result)),
                 Nature::Transient,
             );
             let acc = self.acc_for(&signal);
@@ -645,6 +699,68 @@ fn category_of_unit(unit: &str) -> Category {
         "nodeip-configuration" => Category::RouteConfig,
         _ => Category::Other,
     }
+}
+
+/// systemd's result of a failed unit: `Failed with result 'exit-code'.`
+/// or a status block's `Active: failed (Result: timeout) since …`.
+fn unit_result(message: &str) -> Option<&str> {
+    let rest = line::after(message, "Failed with result '")
+        .or_else(|| line::after(message, "(Result: "))?;
+    Some(line::token_until(rest, &['\'', ')']))
+}
+
+/// A unit's result as a person says it (systemd's `service_result_table`,
+/// src/core/service.c).
+fn result_in_words(result: Option<&str>) -> String {
+    match result {
+        Some("exit-code") => "its process exited with an error".into(),
+        Some("timeout") => "it timed out".into(),
+        Some("core-dump") => "its process crashed (core dump)".into(),
+        Some("watchdog") => "its watchdog expired".into(),
+        Some("start-limit-hit") => "it was restarted too often (start limit hit)".into(),
+        Some("oom-kill") => "the kernel's OOM killer killed it".into(),
+        Some("resources") => "systemd could not set up its resources".into(),
+        Some("protocol") => "it did not follow the service protocol".into(),
+        Some("exec-condition") => "its start condition failed".into(),
+        Some(other) => format!("result {other}"),
+        None => "no result recorded".into(),
+    }
+}
+
+/// The last line of a bootstrap record's error message that says what
+/// went wrong: systemd's own lines (`Main process exited`, `Failed with
+/// result`) say only that it did; among the others the last that reads as
+/// an error, else the last. The message was redacted on its way in;
+/// [`fit_to_show`](super::finding::fit_to_show) escapes it when it is shown.
+fn last_error_line(message: &str) -> String {
+    let own: Vec<&str> = message
+        .lines()
+        .map(normalise::parse)
+        .filter(|p| p.ident != Some("systemd") && !p.message.trim().is_empty())
+        .map(|p| p.message.trim())
+        .collect();
+    let erring = |m: &&&str| {
+        let lower = m.to_ascii_lowercase();
+        [
+            "error",
+            "fail",
+            "fatal",
+            "refused",
+            "denied",
+            "timeout",
+            "timed out",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+    };
+    own.iter()
+        .rev()
+        .find(erring)
+        .or_else(|| own.last())
+        .map_or_else(
+            || "no error message recorded".to_owned(),
+            |m| line::shorten(m, 160),
+        )
 }
 
 fn push_consequence(acc: &mut Acc, consequence: Consequence, at: Option<i64>) {
@@ -721,12 +837,37 @@ fn severity(acc: &Acc) -> Severity {
         return Severity::Error;
     }
     if !acc.consequences.is_empty() {
+        // A failure nothing explains that later recovered: the retry
+        // worked, as on many healthy installs.
+        if acc.signal.category == Category::Other {
+            return Severity::Info;
+        }
         return Severity::Warning;
     }
+    // A pod's virtual interface goes down whenever its pod stops.
+    if acc.signal.category == Category::NetworkLink && is_virtual_interface(&acc.signal.key) {
+        return Severity::Info;
+    }
+    // Ignition fetches its config in the initramfs as soon as it starts,
+    // often before DHCP has answered: a try or two that found no network
+    // is how a good first boot begins (it retries until it gets one).
+    let early_ignition = acc.units.iter().all(|u| u == "ignition")
+        && !acc.units.is_empty()
+        && matches!(
+            acc.signal.category,
+            Category::NetworkLink | Category::DnsResolution | Category::RouteConfig
+        )
+        && count < 3;
+    if early_ignition && acc.signal.nature == Nature::Transient {
+        return Severity::Info;
+    }
     let recovered = acc.recovered && !acc.unrecovered_somewhere;
+    // The API refusing while it starts and the pod network not there yet
+    // are what every install goes through. A CSR left pending is not: the
+    // rules read only the approver's refusals and kubelet giving up.
     let benign = matches!(
         acc.signal.category,
-        Category::ApiUnreachable | Category::CsrPending | Category::PodNetwork
+        Category::ApiUnreachable | Category::PodNetwork
     );
     if recovered {
         // A link that keeps going down and up is not a retry that worked.
@@ -759,6 +900,58 @@ fn severity(acc: &Acc) -> Severity {
     }
 }
 
+/// Units of the installation that run a job to its end (oneshot
+/// services), whose `Deactivated successfully` says the job worked: the
+/// installer's and the machine config operator's first-boot units,
+/// Ignition's and CoreOS's initramfs units.
+fn is_job(unit: &str) -> bool {
+    matches!(
+        unit,
+        "release-image"
+            | "release-image-pivot"
+            | "bootkube"
+            | "bootstrap-pivot"
+            | "approve-csr"
+            | "machine-config-daemon-firstboot"
+            | "machine-config-daemon-pull"
+            | "node-valid-hostname"
+            | "nodeip-configuration"
+            | "ovs-configuration"
+            | "resolv-prepender"
+            | "rpm-ostree-rebase"
+    ) || unit.starts_with("ignition")
+        || unit.starts_with("coreos-")
+}
+
+/// The virtual interfaces of pods, containers and overlays, whose links
+/// come and go with them: veth pairs (`veth…`, Calico's `cali…`,
+/// ovn-kubernetes' 15 hex characters of the container ID), bridges and
+/// tunnels the runtime or the CNI makes.
+fn is_virtual_interface(name: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "veth",
+        "cali",
+        "tap",
+        "tun",
+        "vnet",
+        "vxlan",
+        "genev_sys",
+        "flannel",
+        "cni",
+        "docker",
+        "virbr",
+        "br-int",
+        "ovn-k8s",
+        "ovs-system",
+        "weave",
+        "lxc",
+        "kube-ipvs",
+        "cilium",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+        || (name.len() == 15 && name.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 fn finding(mut acc: Acc, severity: Severity) -> Finding {
     acc.count = acc.count.max(acc.count_whole_journal);
     let mut summary = acc.signal.summary.clone();
@@ -784,6 +977,8 @@ fn finding(mut acc: Acc, severity: Severity) -> Finding {
         };
         phrases.push((c.unit.clone(), format!("{}{step} {how}", c.unit)));
     }
+    // The unit a finding is about is named by its summary already.
+    phrases.retain(|(unit, _)| *unit != acc.signal.key);
     if !phrases.is_empty() && acc.signal.category != Category::Other {
         let list: Vec<String> = phrases.into_iter().map(|(_, p)| p).collect();
         summary = format!("{summary}; {}", list.join("; "));

@@ -4,7 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::line;
 use super::signal::{Category, Severity};
 
 pub const FORMAT_VERSION: u32 = 1;
@@ -89,14 +88,15 @@ impl Diagnosis {
     /// The worst finding as one line for `progress_info`, which the assisted
     /// UI prints after the stage name: its summary (the decisive value
     /// first), the failed services after it only as far as they fit whole,
-    /// at most [`HEADLINE_MAX_CHARS`] characters. Only errors and warnings:
-    /// an info is not worth the UI's attention.
+    /// made fit to show ([`fit_to_show`]). Only errors and warnings: an
+    /// info is not worth the UI's attention.
     pub(crate) fn headline(&self) -> Option<String> {
         let worst = self
             .findings
             .iter()
             .find(|f| f.severity != Severity::Info)?;
-        let mut parts = worst.summary.split("; ");
+        let summary = fit_to_show(&worst.summary, usize::MAX);
+        let mut parts = summary.split("; ");
         let mut headline = parts.next().unwrap_or_default().to_owned();
         for part in parts {
             if headline.chars().count() + 2 + part.chars().count() > HEADLINE_MAX_CHARS {
@@ -105,6 +105,42 @@ impl Diagnosis {
             headline.push_str("; ");
             headline.push_str(part);
         }
-        Some(line::shorten(&headline, HEADLINE_MAX_CHARS))
+        Some(fit_to_show(&headline, HEADLINE_MAX_CHARS))
     }
+}
+
+/// What the agent says about a host, made fit to be shown by the UI or a
+/// terminal: every control character (C0, DEL, C1) and bidirectional
+/// override escaped (the one escaping function,
+/// `collect::report::escape_controls`), markdown emphasis and code marks
+/// dropped (the UI prints them raw), runs of blanks made one, and at most
+/// `max` characters, cut between words with `…` (a word cut in half reads
+/// as another word).
+pub(crate) fn fit_to_show(text: &str, max: usize) -> String {
+    let escaped = crate::collect::report::escape_controls(text);
+    let mut plain = String::with_capacity(escaped.len());
+    let mut chars = escaped.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '`' => {}
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+            }
+            ' ' if plain.ends_with(' ') => {}
+            _ => plain.push(c),
+        }
+    }
+    let plain = plain.trim();
+    if plain.chars().count() <= max {
+        return plain.to_owned();
+    }
+    let head: String = plain.chars().take(max.saturating_sub(1)).collect();
+    // Back to the last blank when there is one in the second half; a
+    // single long token (an image reference) is cut where it must be.
+    let cut = head
+        .rfind(' ')
+        .filter(|&i| head[..i].chars().count() >= max / 2)
+        .map_or(head.as_str(), |i| &head[..i]);
+    let cut = cut.trim_end_matches([' ', '(', '[', ',', ';', ':', '-']);
+    format!("{cut}…")
 }

@@ -94,6 +94,28 @@ pub(crate) fn image_registry(text: &str) -> Option<&str> {
         .map(|host| token_until(host, &[':']))
 }
 
+/// The words of `text` where `needle` is found, widened to whole words:
+/// anchors often leave out a first letter to match either case
+/// (`alidating runtime config`), and a summary quoting the anchor would
+/// show a clipped word.
+pub(crate) fn words_at<'a>(text: &'a str, needle: &str) -> Option<&'a str> {
+    let at = text.find(needle)?;
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    let start = text[..at]
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| word(*c))
+        .last()
+        .map_or(at, |(i, _)| i);
+    let end = at + needle.len();
+    let end = end
+        + text[end..]
+            .char_indices()
+            .find(|(_, c)| !word(*c))
+            .map_or(text.len() - end, |(i, _)| i);
+    Some(&text[start..end])
+}
+
 /// At most `max` characters of `text`, with `…` when cut.
 pub(crate) fn shorten(text: &str, max: usize) -> String {
     let mut out = String::new();

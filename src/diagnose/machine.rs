@@ -226,11 +226,17 @@ pub(super) fn manifest(msg: &str) -> Option<Signal> {
         format!(
             "{file} cannot be read or applied ({})",
             shorten(
-                after(msg, what).map_or(*what, |r| if r.trim().is_empty() {
-                    what
-                } else {
-                    r.trim()
-                }),
+                after(msg, what)
+                    // The parser's words after the anchor, without the
+                    // separator before them or the quote that closes the
+                    // logged message.
+                    .map(|r| {
+                        r.trim()
+                            .trim_start_matches([':', ' '])
+                            .trim_end_matches(['"', '\\', ' '])
+                    })
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or(what),
                 110
             )
         ),

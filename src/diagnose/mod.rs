@@ -66,6 +66,7 @@ mod tls;
 pub use anchors::ANCHORS;
 pub use classify::{classify, classify_every_rule};
 pub use engine::{Engine, MAX_EVIDENCE_PER_FINDING, MAX_FINDINGS};
+pub(crate) use finding::fit_to_show;
 pub use finding::{Consequence, Diagnosis, Evidence, Finding, FORMAT_VERSION, HEADLINE_MAX_CHARS};
 pub use normalise::{parse as parse_line, Parts, Shape, Stamp};
 pub use scanner::{
@@ -77,15 +78,18 @@ pub(crate) use signal::Severity;
 
 /// What the agent sends as `progress_info`: the last bundle's worst finding
 /// when it has one (it says why), else the bootstrap records' digest (read
-/// from the host, so it shows even when no bundle was taken). Bounded to
-/// [`HEADLINE_MAX_CHARS`]; the caller sends it only when it changed.
+/// from the host, so it shows even when no bundle was taken). Either is
+/// made fit to show ([`fit_to_show`]: no control character, a headline
+/// bounded to [`HEADLINE_MAX_CHARS`]); the caller sends it only when it
+/// changed.
 pub(crate) fn progress_info(
     headline: Option<&str>,
     records_digest: Option<String>,
 ) -> Option<String> {
-    headline
-        .map(|h| line::shorten(h, HEADLINE_MAX_CHARS))
-        .or(records_digest)
+    match headline {
+        Some(h) => Some(fit_to_show(h, HEADLINE_MAX_CHARS)),
+        None => records_digest.map(|d| fit_to_show(&d, crate::records::DIGEST_MAX_CHARS)),
+    }
 }
 
 /// At most `max` characters of `text`, `…` when cut.
@@ -112,5 +116,7 @@ pub fn whole(scanner: &Scanner) -> Placement {
 
 #[cfg(test)]
 mod corpus;
+#[cfg(test)]
+mod headlines;
 #[cfg(test)]
 mod tests;

@@ -649,6 +649,17 @@ pub(super) fn link(msg: &str) -> Option<Signal> {
         ),
     ] {
         if msg.contains(what) && (what != "request timed out" || has!(msg, "dhcp")) {
+            // `unavailable -> disconnected (reason 'carrier-changed')` is
+            // the carrier coming back (NetworkManager's device states).
+            if what == "reason 'carrier-changed'" && has!(msg, "unavailable -> ") {
+                let dev = device().filter(|d| !d.is_empty())?;
+                return Some(Signal::new(
+                    Category::NetworkLink,
+                    dev,
+                    format!("{dev}: link up"),
+                    Nature::Recovery,
+                ));
+            }
             if what.starts_with("reason")
                 && !has!(msg, "-> unavailable")
                 && !has!(msg, "-> failed")

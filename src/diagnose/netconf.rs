@@ -123,7 +123,10 @@ pub(super) fn route(msg: &str) -> Option<Signal> {
         return Some(Signal::new(
             Category::RouteConfig,
             "default route",
-            format!("the host has no usable default route ({what})"),
+            format!(
+                "the host has no usable default route ({})",
+                super::line::words_at(msg, what).unwrap_or(what)
+            ),
             Nature::Fatal,
         ));
     }
@@ -192,10 +195,20 @@ pub(super) fn dns_config(msg: &str) -> Option<Signal> {
         return Some(Signal::new(
             Category::DnsConfig,
             "resolv.conf",
-            format!(
-                "NetworkManager could not write the resolver configuration ({})",
-                shorten(msg.trim(), 100)
-            ),
+            // NetworkManager's reason (`could not commit DNS changes:
+            // REASON`, `update-dns: plugin P update failed: REASON`), not
+            // the line around it.
+            match after(msg, "could not commit DNS changes: ")
+                .or_else(|| after(msg, "update failed: "))
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+            {
+                Some(why) => format!(
+                    "NetworkManager could not write the resolver configuration: {}",
+                    shorten(why, 100)
+                ),
+                None => "NetworkManager could not write the resolver configuration".to_owned(),
+            },
             Nature::Fatal,
         ));
     }
@@ -282,22 +295,61 @@ pub(super) fn mtu(msg: &str) -> Option<Signal> {
         return None;
     }
     let refused = ["mtu greater than device maximum", "Invalid MTU", "MTU to"].contains(what);
+    // The sizes are what a person acts on (1500 against 1558): first.
+    let sizes = mtu_sizes(msg);
+    let head = match sizes.as_slice() {
+        [] => String::new(),
+        [one] => format!("MTU {one}: "),
+        [a, b, ..] => format!("MTU {a} against {b}: "),
+    };
+    let words = super::line::words_at(msg, what).unwrap_or(what);
     Some(Signal::new(
         Category::MtuMismatch,
         "mtu",
         if refused {
-            format!(
-                "an MTU the device cannot take was asked for ({})",
-                shorten(msg.trim(), 100)
-            )
+            format!("{head}an MTU the device cannot take was asked for ({words})")
         } else {
-            format!(
-                "packets larger than the path's MTU are lost ({})",
-                shorten(msg.trim(), 100)
-            )
+            format!("{head}packets larger than the path's MTU are lost ({words})")
         },
         Nature::Fatal,
     ))
+}
+
+/// The packet sizes a line about the MTU names (`MTU (1500) … overlay MTU
+/// (1558)`, `mtu = 1400`, `Invalid MTU 9000 requested, hw max 1500`): the
+/// first two distinct numbers from 68 (IPv4's least) to 65535, not part
+/// of an address, a version or a time.
+fn mtu_sizes(msg: &str) -> Vec<&str> {
+    let bytes = msg.as_bytes();
+    let mut sizes: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() && sizes.len() < 2 {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        let glued = |b: Option<&u8>| {
+            b.is_some_and(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'.' | b':' | b'/' | b'_' | b'-')
+            })
+        };
+        if glued(start.checked_sub(1).and_then(|p| bytes.get(p))) || glued(bytes.get(i)) {
+            continue;
+        }
+        let number = &msg[start..i];
+        if number
+            .parse::<u32>()
+            .is_ok_and(|n| (68..=65535).contains(&n))
+            && !sizes.contains(&number)
+        {
+            sizes.push(number);
+        }
+    }
+    sizes
 }
 
 /// A connection to an outside endpoint timed out or was reset, with no

@@ -77,24 +77,69 @@ pub(super) fn selinux(msg: &str) -> Option<Signal> {
     }
     let rest = after_lit!(msg, "avc:  denied").or_else(|| after_lit!(msg, "avc: denied"))?;
     let perms = after_lit!(rest, "{ ").map_or("", |r| token_until(r, &['}']).trim());
-    let comm = after_lit!(rest, "comm=\"").map_or("?", |r| token_until(r, &['"']));
-    let tclass = after_lit!(rest, "tclass=").map_or("?", |r| token_until(r, &[' ']));
-    let ttype = after_lit!(rest, "tcontext=")
-        .map(|r| token_until(r, &[' ']))
-        .and_then(|c| c.split(':').nth(2))
-        .unwrap_or("?");
+    // The kernel's AVC record (security/selinux/avc.c, avc_audit_post_callback
+    // and the lsm_audit fields): `comm="C"` (cut by the kernel at 15
+    // characters), `name="N"` or `path="P"`, `scontext=` and `tcontext=`
+    // as user:role:type:level, `tclass=`. `ausearch -i` prints them
+    // unquoted; a report may have lost the end of the record. Only the
+    // fields present are said, never a placeholder.
+    let field = |name: &str| -> Option<&str> {
+        let start = rest
+            .find(name)
+            .filter(|&i| i == 0 || matches!(rest.as_bytes()[i - 1], b' ' | b'\t'))?;
+        let value = &rest[start + name.len()..];
+        let value = value.strip_prefix('"').map_or_else(
+            || token_until(value, &[' ', '\t']),
+            |v| token_until(v, &['"']),
+        );
+        (!value.is_empty() && value != "?").then_some(value)
+    };
+    let context_type = |name: &str| field(name).and_then(|c| c.split(':').nth(2));
+    let comm = field("comm=");
+    let subject = match (field("exe="), comm) {
+        (Some(exe), _) => Some(exe.rsplit('/').next().unwrap_or(exe)),
+        // Cut by the kernel: the domain says more than a clipped name.
+        (None, Some(c)) if c.chars().count() >= 15 => context_type("scontext=").or(Some(c)),
+        (None, c) => c.or_else(|| context_type("scontext=")),
+    }
+    .unwrap_or("a process");
+    let ttype = context_type("tcontext=");
+    let tclass = field("tclass=");
+    let target_name = field("path=").or_else(|| field("name="));
+    let mut target = String::new();
+    for part in [tclass, target_name].into_iter().flatten() {
+        if !target.is_empty() {
+            target.push(' ');
+        }
+        target.push_str(part);
+    }
+    if let Some(t) = ttype {
+        target = if target.is_empty() {
+            t.to_owned()
+        } else {
+            format!("{target} ({t})")
+        };
+    }
+    let perms_said = if perms.is_empty() { "access" } else { perms };
+    let summary = if target.is_empty() {
+        format!("{subject} was denied {perms_said} by SELinux")
+    } else {
+        format!("{subject} was denied {perms_said} on {target} by SELinux")
+    };
     let permissive = has!(rest, "permissive=1");
     Some(Signal::new(
         Category::Selinux,
-        format!("{comm} {perms} {ttype}:{tclass}"),
         format!(
-            "SELinux denied {comm} {{ {perms} }} on {ttype} {tclass}{}",
-            if permissive {
-                " (permissive: allowed)"
-            } else {
-                ""
-            }
+            "{} {perms} {}:{}",
+            comm.unwrap_or(subject),
+            ttype.unwrap_or("-"),
+            tclass.unwrap_or("-")
         ),
+        if permissive {
+            format!("{summary} (permissive: allowed)")
+        } else {
+            summary
+        },
         // A permissive denial was allowed, so it caused nothing here; it is
         // what an enforcing host refuses: worth a note, never a cause.
         if permissive {

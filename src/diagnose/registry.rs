@@ -184,10 +184,7 @@ pub(super) fn release(msg: &str) -> Option<Signal> {
         return Some(Signal::new(
             Category::ReleaseMismatch,
             "release",
-            format!(
-                "release mismatch: {}",
-                super::line::shorten(what.trim(), 160)
-            ),
+            super::line::shorten(what.trim(), 160),
             Nature::Fatal,
         ));
     }

@@ -5,7 +5,7 @@
 //! `Pull failed. Retrying`, kubelet's `ErrImagePull`/`Back-off pulling
 //! image`, containers/image's `initializing source`, registry rate limits).
 
-use super::line::{after, has, registry_host, shorten};
+use super::line::{after, has, registry_host, shorten, words_at};
 use super::signal::{Category, Nature, Signal};
 
 /// What CRI-O says when it refuses its configuration; [`crio_config`]'s
@@ -35,7 +35,7 @@ pub(super) fn crio_config(msg: &str) -> Option<Signal> {
         "crio.conf",
         format!(
             "CRI-O refuses its configuration ({}{}{})",
-            what.trim_start_matches('a'),
+            words_at(msg, what).unwrap_or(what),
             if detail.is_empty() { "" } else { ": " },
             shorten(detail.trim_end_matches('"'), 100)
         ),
@@ -47,13 +47,39 @@ pub(super) fn crio_config(msg: &str) -> Option<Signal> {
 pub(super) fn crio_toml(msg: &str) -> Option<Signal> {
     let crio = has!(msg, "crio") || has!(msg, "cri-o") || has!(msg, "CRI-O");
     if crio && TOML.iter().any(|w| msg.contains(w)) {
+        // BurntSushi/toml's parse error: `Near line N (last key parsed
+        // 'K'): WHAT`; its decode error: `toml: WHAT`. The place and the
+        // reason, not the line around them.
+        let line = after(msg, "Near line ").map(|r| super::line::token_until(r, &[' ', ':']));
+        let key = after(msg, "(last key parsed '").map(|r| super::line::token_until(r, &['\'']));
+        let why = after(msg, "): ")
+            .or_else(|| after(msg, "toml: "))
+            .map(|r| r.trim().trim_end_matches(['"', '\\']))
+            .filter(|r| !r.is_empty());
+        let place = [
+            line.map(|l| format!("line {l}")),
+            key.map(|k| format!("after key {k}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        let summary = match (place.is_empty(), why) {
+            (false, Some(why)) => format!(
+                "CRI-O's configuration file does not parse at {place}: {}",
+                shorten(why, 100)
+            ),
+            (false, None) => format!("CRI-O's configuration file does not parse at {place}"),
+            (true, Some(why)) => format!(
+                "CRI-O's configuration file does not parse: {}",
+                shorten(why, 100)
+            ),
+            (true, None) => "CRI-O's configuration file does not parse".to_owned(),
+        };
         return Some(Signal::new(
             Category::CrioConfig,
             "crio.conf",
-            format!(
-                "CRI-O's configuration file does not parse ({})",
-                shorten(msg.trim(), 100)
-            ),
+            summary,
             Nature::Fatal,
         ));
     }
@@ -84,13 +110,24 @@ pub(super) fn image_pull(msg: &str) -> Option<Signal> {
         "received unexpected HTTP status: 5",
     ];
     let what = FAILED.iter().find(|w| msg.contains(*w))?;
-    let registry = registry_host(msg).unwrap_or("the registry");
-    let summary = if has!(what, "rate") || has!(what, "many") {
+    let rate = has!(what, "rate") || has!(what, "many");
+    // Docker Hub's refusal ends with a help link
+    // (`https://www.docker.com/increase-rate-limit`), not the registry.
+    let about = match msg.find("https://www.docker.com/") {
+        Some(at) if rate => &msg[..at],
+        _ => msg,
+    };
+    let registry = registry_host(about).unwrap_or(if about.len() < msg.len() {
+        "docker.io"
+    } else {
+        "the registry"
+    });
+    let summary = if rate {
         format!("{registry} refused pulls: rate limit reached")
     } else {
         format!(
             "image pull from {registry} failed ({})",
-            what.trim_start_matches('r')
+            words_at(msg, what).unwrap_or(what)
         )
     };
     Some(Signal::new(

@@ -70,7 +70,10 @@ pub(super) fn full(msg: &str) -> Option<Signal> {
         } else {
             (
                 "node disk",
-                format!("the node's disk is nearly full ({what})"),
+                format!(
+                    "the node's disk is nearly full ({})",
+                    super::line::words_at(msg, what).unwrap_or(what)
+                ),
             )
         };
         return Some(Signal::new(Category::DiskFull, key, summary, Nature::Fatal));

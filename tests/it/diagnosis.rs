@@ -187,7 +187,7 @@ fn selinux() {
     first_finding(
         "selinux",
         "warning",
-        "crio { read write } on var_lib_t file",
+        "crio was denied read write on file x (var_lib_t) by SELinux",
     );
 }
 
