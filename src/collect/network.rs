@@ -7,6 +7,9 @@
 //! NetworkManager keyfiles hold Wi-Fi, 802.1X and VPN secrets (`psk=`,
 //! `password=`, `[vpn-secrets]`…): they are read in keyfile mode, which
 //! replaces every secret value (see `redact`) and counts it in the manifest.
+//!
+//! `ip`, `ss` and `nmcli` describe the running machine: from a mounted
+//! disk (`collect --root` other than `/`) only the root's files are read.
 
 use std::io;
 
@@ -30,6 +33,12 @@ const MAX_CONNECTIONS: usize = 200;
 const CONNECTION_MAX_BYTES: u64 = 256 * 1024;
 
 pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
+    if !m.running_machine("ip, ss, nmcli") {
+        m.file("network/resolv.conf", "/etc/resolv.conf")?;
+        m.file("network/hosts", "/etc/hosts")?;
+        m.file("network/hostname", "/etc/hostname")?;
+        return connections(m);
+    }
     m.command("network/ip-addr.txt", "ip", ["-d", "address", "show"])?;
     m.command(
         "network/ip-route.txt",
