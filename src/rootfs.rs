@@ -640,6 +640,50 @@ mod tests {
     }
 
     #[test]
+    fn var_elsewhere_is_entered_by_name_and_through_links() {
+        let (root, outside) = tree();
+        let var = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(var.path().join("opt/openshift")).unwrap();
+        std::fs::write(var.path().join("opt/openshift/x.done"), b"var\n").unwrap();
+        // The deployment's own var is empty, as on an ostree disk.
+        std::fs::create_dir_all(root.path().join("var")).unwrap();
+        symlink("var/opt", root.path().join("opt")).unwrap();
+        symlink("/var/opt", root.path().join("run/opt")).unwrap();
+        let sysroot = Sysroot {
+            root: root.path(),
+            var: Some(var.path()),
+        };
+        let read =
+            |host: &str| read_limited(sysroot, Path::new(host), 1 << 20, Duration::from_secs(10));
+        assert_eq!(read("/var/opt/openshift/x.done").unwrap(), b"var\n");
+        assert_eq!(read("/opt/openshift/x.done").unwrap(), b"var\n");
+        assert_eq!(read("/run/opt/openshift/x.done").unwrap(), b"var\n");
+        // `..` from there climbs back to the root, never above it.
+        assert_eq!(read("/var/../run/real/hostname").unwrap(), b"inside\n");
+        assert_eq!(
+            read("/var/../../../run/real/hostname").unwrap(),
+            b"inside\n"
+        );
+        assert_eq!(
+            resolve_path(sysroot, Path::new("/opt/openshift/x.done")).unwrap(),
+            Path::new("/var/opt/openshift/x.done")
+        );
+        assert_eq!(
+            read_dir(sysroot, Path::new("/var/opt")).unwrap(),
+            ["openshift"]
+        );
+        // Without it, the root's own (empty) var.
+        assert!(read_limited(
+            root.path(),
+            Path::new("/opt/openshift/x.done"),
+            10,
+            Duration::from_secs(10)
+        )
+        .is_err());
+        drop(outside);
+    }
+
+    #[test]
     fn link_loops_are_bounded_and_fifos_refused() {
         let (root, _outside) = tree();
         symlink("/b", root.path().join("a")).unwrap();

@@ -216,7 +216,8 @@ fn default_entry(root: &Path) -> Option<(String, u64, String)> {
     let mut best: Option<(u64, String, String)> = None;
     for name in names.iter().take(MAX_ENTRIES) {
         let name = name.to_string_lossy().into_owned();
-        if !name.ends_with(".conf") {
+        // The Boot Loader Specification names entries `*.conf`, in lower case.
+        if Path::new(&name).extension().is_none_or(|e| e != "conf") {
             continue;
         }
         let host = format!("{ENTRIES_DIR}/{name}");

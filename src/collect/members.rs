@@ -305,6 +305,7 @@ impl Members<'_> {
         } else {
             capture_command(self.ctx, "journalctl", &run_args, source.clone(), limits)
         };
+        no_entries_is_no_failure(&mut captured);
         adjust(&mut captured);
         let (old_bytes, old_redactions, old_cursor) = carried;
         captured.original_bytes += old_bytes;
@@ -651,6 +652,22 @@ impl Members<'_> {
             origin: Some(origin),
         });
         Ok(())
+    }
+}
+
+/// journalctl (systemd 252, RHCOS 9's) asked for `--show-cursor` over a
+/// query that matches nothing exits 1 without a word on either stream: a
+/// unit that never ran (bootkube on a master, every unit of a boot stuck
+/// in the initramfs) is an empty member, not a failed one. Any real error
+/// says something on stderr.
+fn no_entries_is_no_failure(captured: &mut Captured) {
+    if captured.status == Status::Failed
+        && captured.reason.as_deref() == Some("exit code 1")
+        && captured.content.is_empty()
+        && captured.stderr_head.trim().is_empty()
+    {
+        captured.status = Status::Ok;
+        captured.reason = Some("no entries".into());
     }
 }
 

@@ -21,6 +21,7 @@ mod ignition;
 mod journal_cycles;
 mod lifecycle;
 mod manpage;
+mod offline_root;
 mod proxy;
 mod secrets;
 mod systemd_unit;
