@@ -31,6 +31,7 @@ const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 const DEPLOY_DIR: &str = "/ostree/deploy";
 const ENTRIES_DIR: &str = "/boot/loader/entries";
+const ALEPH: &str = "/.coreos-aleph-version.json";
 
 /// How a root is laid out, as found on disk.
 #[derive(Debug, Clone)]
@@ -106,6 +107,16 @@ pub(crate) fn find(root: &Path, running_machine: bool) -> Layout {
     let _ = writeln!(account, "read: {} ({chosen_by})", chosen.id());
     let _ = writeln!(account, "/ under {}", files.display());
     let _ = writeln!(account, "/var under {}", var.display());
+    // coreos-installer's record of the image it wrote, on the partition.
+    if let Ok(aleph) =
+        crate::rootfs::read_limited(root, Path::new(ALEPH), SMALL_FILE_BYTES, READ_TIMEOUT)
+    {
+        let _ = writeln!(
+            account,
+            "\n{ALEPH}:\n{}",
+            String::from_utf8_lossy(&aleph).trim_end()
+        );
+    }
     for d in &deployments {
         let when = d.time.map_or_else(
             || "time unknown".into(),

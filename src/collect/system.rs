@@ -8,7 +8,8 @@
 //! `"source": "live system"` and names the root the files came from. When
 //! the running machine is not the host the bundle describes (`collect`
 //! from a mounted disk), neither is collected; an ostree disk's deployments,
-//! which one was read and why, are `ostree-deployments.txt` instead.
+//! which one was read and why, are `ostree-deployments.txt` instead, and
+//! Ignition's record of its run (`/etc/.ignition-result.json`) is read.
 
 use std::io;
 
@@ -30,7 +31,9 @@ pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     }
     if !m.running_machine("uname, timedatectl, chronyc, rpm-ostree, the /proc and statvfs summary")
     {
-        return Ok(());
+        // What Ignition recorded of its run on the disk (absent when it
+        // never finished one).
+        return m.file("system/ignition-result.json", "/etc/.ignition-result.json");
     }
     m.command("system/uname.txt", "uname", ["-a"])?;
     m.command(

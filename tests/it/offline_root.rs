@@ -382,6 +382,16 @@ fn a_disk_that_never_came_up_is_read_from_its_own_journal_only() {
         "{deployments}"
     );
     assert!(deployments.contains(OLDER), "{deployments}");
+    assert!(
+        deployments.contains("418.94.202411260000-0"),
+        "{deployments}"
+    );
+    // Ignition never finished a run: no record of one, and nothing else.
+    let result = files
+        .iter()
+        .find(|f| f["path"] == "system/ignition-result.json")
+        .unwrap();
+    assert_eq!(result["status"], "skipped", "{result:#}");
 
     // The diagnosis names the cause.
     let diagnosis: serde_json::Value =
