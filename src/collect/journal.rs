@@ -283,6 +283,76 @@ mod tests {
         assert!(pos("journal/this-boot.log") < pos("journal/previous-boot.log"));
     }
 
+    /// From a disk, each boot before the previous one gets a member;
+    /// on the running machine's own root, the two newest only, as before.
+    #[test]
+    fn earlier_boots_of_a_disk_each_get_a_member() {
+        let bin = tempfile::tempdir().unwrap();
+        script(
+            bin.path(),
+            "journalctl",
+            r#"case "$*" in
+  *--list-boots*) echo "IDX BOOT ID                          FIRST ENTRY                 LAST ENTRY"
+                  echo " -3 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa Thu 2026-11-26 06:00:00 UTC Thu 2026-11-26 06:00:02 UTC"
+                  echo " -2 bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb Thu 2026-11-26 07:00:00 UTC Thu 2026-11-26 07:00:02 UTC"
+                  echo " -1 cccccccccccccccccccccccccccccccc Thu 2026-11-26 08:00:00 UTC Thu 2026-11-26 08:00:02 UTC"
+                  echo "  0 dddddddddddddddddddddddddddddddd Thu 2026-11-26 09:00:00 UTC Thu 2026-11-26 09:00:02 UTC" ;;
+  *) echo "entry for: $*" ;;
+esac"#,
+        );
+        let root = tempfile::tempdir().unwrap();
+        let mut ctx = context(root.path(), Some(fixture_path(Some(bin.path()))));
+        let var = tempfile::tempdir().unwrap();
+        ctx.var = Some(var.path().to_path_buf());
+        let mut sink = MemorySink::new(1 << 20, u64::MAX);
+        let report = run_collector("journal", collect, &ctx, &mut sink).unwrap();
+        let earlier: Vec<&str> = report
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .filter(|p| p.starts_with("journal/earlier-boots/"))
+            .collect();
+        assert_eq!(
+            earlier,
+            [
+                "journal/earlier-boots/2-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.log",
+                "journal/earlier-boots/3-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.log",
+            ]
+        );
+        let oldest = String::from_utf8_lossy(
+            sink.get("journal/earlier-boots/3-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.log")
+                .unwrap(),
+        )
+        .into_owned();
+        let dir = format!("--directory={}", var.path().join("log/journal").display());
+        assert!(
+            oldest.starts_with(&format!(
+                "entry for: {dir} -b aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa "
+            )),
+            "{oldest}"
+        );
+        let ignition =
+            String::from_utf8_lossy(sink.get("journal/units/ignition.log").unwrap()).into_owned();
+        assert!(
+            ignition.starts_with(&format!("entry for: {dir} -t ignition ")),
+            "{ignition}"
+        );
+        assert!(report
+            .files
+            .iter()
+            .all(|f| f.origin == Some(bundle_format::Origin::Root)));
+
+        let ctx = context(Path::new("/"), Some(fixture_path(Some(bin.path()))));
+        let mut sink = MemorySink::new(1 << 20, u64::MAX);
+        let report = run_collector("journal", collect, &ctx, &mut sink).unwrap();
+        assert!(report
+            .files
+            .iter()
+            .all(|f| !f.path.starts_with("journal/earlier-boots/")
+                && (f.origin == Some(bundle_format::Origin::RunningMachine))
+                    == f.source.starts_with("journalctl ")));
+    }
+
     #[test]
     fn missing_previous_boot_is_skipped_with_journalctls_message() {
         let bin = tempfile::tempdir().unwrap();

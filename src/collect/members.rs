@@ -565,9 +565,12 @@ impl Members<'_> {
         if self.ctx.running_machine {
             return true;
         }
+        let root = self.ctx.layout.as_ref().map_or_else(
+            || self.ctx.root.display().to_string(),
+            |l| l.report.path.clone(),
+        );
         self.note(format!(
-            "not run: {left_out} (they describe the machine collect runs on, not the root {})",
-            self.ctx.root.display()
+            "not run: {left_out} (they describe the machine collect runs on, not the root {root})"
         ));
         false
     }
