@@ -75,9 +75,11 @@ const MAX_EARLIER_BOOTS: usize = 16;
 pub(crate) fn root_args(ctx: &CollectContext) -> Vec<OsString> {
     if ctx.is_live_root() {
         Vec::new()
-    } else if let Some(var) = &ctx.var {
+    } else if ctx.var.is_some() {
+        // Its links followed inside the root, so that journalctl, which
+        // follows them itself, cannot be led off the disk.
         let mut dir = OsString::from("--directory=");
-        dir.push(var.join("log/journal").as_os_str());
+        dir.push(ctx.host_path(std::path::Path::new("/var/log/journal")));
         vec![dir]
     } else {
         let mut root = OsString::from("--root=");

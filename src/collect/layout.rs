@@ -24,8 +24,9 @@ use bundle_format::RootReport;
 const MAX_ENTRIES: usize = 64;
 /// Bytes read of one boot loader entry or `.origin` file.
 const SMALL_FILE_BYTES: u64 = 64 * 1024;
-/// Deployments looked at per stateroot.
-const MAX_DEPLOYMENTS: usize = 64;
+/// Entries of a stateroot's `deploy` looked at (a deployment and its
+/// `.origin` file are two).
+const MAX_DEPLOY_ENTRIES: usize = 64;
 /// A read of the disk that takes longer is given up.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -100,8 +101,20 @@ pub(crate) fn find(root: &Path, running_machine: bool) -> Layout {
             root.join(DEPLOY_DIR.trim_start_matches('/')).display()
         ));
     };
-    let files = crate::rootfs::under_root(root, &chosen.host_dir());
-    let var = crate::rootfs::under_root(root, &format!("{DEPLOY_DIR}/{}/var", chosen.stateroot));
+    // Both through their links resolved inside the root: a disk's link must
+    // not lead the reads to the rescue system's own directories.
+    let inside = |host: &str| {
+        crate::rootfs::resolve_path(root, Path::new(host))
+            .map(|p| crate::rootfs::under_root(root, &p.to_string_lossy()))
+    };
+    let var_host = format!("{DEPLOY_DIR}/{}/var", chosen.stateroot);
+    let (Some(files), Some(var)) = (inside(&chosen.host_dir()), inside(&var_host)) else {
+        return plain(format!(
+            "{} or {var_host} does not resolve inside {}: read as a plain root\n",
+            chosen.host_dir(),
+            root.display()
+        ));
+    };
     let mut account = String::new();
     let _ = writeln!(account, "root: {} (ostree layout)", root.display());
     let _ = writeln!(account, "read: {} ({chosen_by})", chosen.id());
@@ -152,12 +165,12 @@ pub(crate) fn find(root: &Path, running_machine: bool) -> Layout {
 /// Every `STATEROOT/CHECKSUM.SERIAL` directory, by stateroot and name.
 fn deployments(root: &Path) -> Vec<Deployment> {
     let mut found = Vec::new();
-    let staterooots = crate::rootfs::read_dir(root, Path::new(DEPLOY_DIR)).unwrap_or_default();
-    for stateroot in staterooots {
+    let stateroots = crate::rootfs::read_dir(root, Path::new(DEPLOY_DIR)).unwrap_or_default();
+    for stateroot in stateroots {
         let stateroot = stateroot.to_string_lossy().into_owned();
         let dir = format!("{DEPLOY_DIR}/{stateroot}/deploy");
         let names = crate::rootfs::read_dir(root, Path::new(&dir)).unwrap_or_default();
-        for name in names.iter().take(MAX_DEPLOYMENTS) {
+        for name in names.iter().take(MAX_DEPLOY_ENTRIES) {
             let name = name.to_string_lossy().into_owned();
             let host = format!("{dir}/{name}");
             let Ok(meta) = crate::rootfs::metadata(root, Path::new(&host)) else {
@@ -286,6 +299,35 @@ mod tests {
         let file = fs::File::options().write(true).open(&origin).unwrap();
         file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(2_000_000_000 - age_secs))
             .unwrap();
+    }
+
+    #[test]
+    fn links_of_the_disk_stay_on_the_disk() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::create_dir_all(outside.path().join("etc")).unwrap();
+        deployment(root.path(), "rhcos", "aaa.0", 0);
+        // The stateroot's var an absolute link: it is the disk's /srv/var,
+        // not the rescue system's.
+        let var = root.path().join("ostree/deploy/rhcos/var");
+        fs::remove_dir_all(&var).unwrap();
+        fs::create_dir_all(root.path().join("srv/var")).unwrap();
+        std::os::unix::fs::symlink("/srv/var", &var).unwrap();
+        let layout = find(root.path(), false);
+        assert_eq!(
+            layout.var.as_deref(),
+            Some(root.path().join("srv/var").as_path())
+        );
+        // A link to a directory that does not exist on the disk: not read.
+        fs::remove_file(&var).unwrap();
+        std::os::unix::fs::symlink(outside.path(), &var).unwrap();
+        let layout = find(root.path(), false);
+        assert_eq!(layout.report.layout, "plain", "{:?}", layout.report);
+        assert!(
+            layout.account.contains("does not resolve inside"),
+            "{}",
+            layout.account
+        );
     }
 
     #[test]
