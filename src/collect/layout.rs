@@ -225,7 +225,7 @@ fn choose<'d>(root: &Path, deployments: &'d [Deployment]) -> Option<(&'d Deploym
     } else {
         format!(
             "the newest of {} by its .origin file's time; no boot loader entry under {ENTRIES_DIR} \
-             names one (mount the boot partition there to read the default)",
+             names one: mount the boot partition there to read the default",
             deployments.len()
         )
     };

@@ -241,6 +241,17 @@ pub(crate) fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result
         peak_rss_kib().map_or_else(|| "?".into(), |k| k.to_string()),
         started.elapsed().as_secs_f64(),
     );
+    if let Some(root) = manifest.root.as_ref().filter(|r| !r.running_machine) {
+        let layout = match (&root.deployment, &root.chosen_by) {
+            (Some(deployment), Some(why)) => format!("ostree deployment {deployment} ({why})"),
+            _ => format!("{} root", root.layout),
+        };
+        let _ = writeln!(
+            log,
+            "root {}: {layout}; its files and journal only, no command about this machine run",
+            root.path
+        );
+    }
     if let Some(digest) = manifest.digest() {
         let _ = writeln!(log, "records: {digest}");
     }

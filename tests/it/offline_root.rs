@@ -262,7 +262,15 @@ fn a_disk_that_never_came_up_is_read_from_its_own_journal_only() {
         .arg(&mnt)
         .env_clear()
         .env("PATH", format!("{}:/usr/bin:/bin", traps.display())));
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "root {}: ostree deployment rhcos/{NEWEST}",
+            mnt.display()
+        )),
+        "{stderr}"
+    );
     assert!(
         !ran.exists(),
         "commands about the running machine ran: {}",
