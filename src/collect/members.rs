@@ -660,16 +660,16 @@ impl Members<'_> {
 
 /// journalctl (systemd 252, RHCOS 9's) asked for `--show-cursor` over a
 /// query that matches nothing exits 1 without a word on either stream: a
-/// unit that never ran (bootkube on a master, every unit of a boot stuck
-/// in the initramfs) is an empty member, not a failed one. Any real error
-/// says something on stderr.
+/// unit that never ran (bootkube on a master, most units of a boot that
+/// did not get far) is a source absent from this journal, skipped, not a
+/// failure. Any real error says something on stderr.
 fn no_entries_is_no_failure(captured: &mut Captured) {
     if captured.status == Status::Failed
         && captured.reason.as_deref() == Some("exit code 1")
         && captured.content.is_empty()
         && captured.stderr_head.trim().is_empty()
     {
-        captured.status = Status::Ok;
+        captured.status = Status::Skipped;
         captured.reason = Some("no entries".into());
     }
 }

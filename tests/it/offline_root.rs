@@ -304,7 +304,7 @@ fn a_disk_that_never_came_up_is_read_from_its_own_journal_only() {
     for f in &files {
         assert_eq!(f["origin"], "root", "{f:#}");
     }
-    // Units with no entry in that boot are empty members, not failures.
+    // Units with no entry in that boot are skipped, not failed.
     let journal = manifest["collectors"]
         .as_array()
         .unwrap()
@@ -312,6 +312,15 @@ fn a_disk_that_never_came_up_is_read_from_its_own_journal_only() {
         .find(|c| c["name"] == "journal")
         .unwrap();
     assert_eq!(journal["status"], "ok", "{journal:#}");
+    let kubelet = files
+        .iter()
+        .find(|f| f["path"] == "journal/units/kubelet.log")
+        .unwrap();
+    assert_eq!(
+        (&kubelet["status"], &kubelet["reason"]),
+        (&"skipped".into(), &"no entries".into()),
+        "{kubelet:#}"
+    );
     for m in &members {
         let path = m.name.strip_prefix("host_boot/").unwrap();
         if path.is_empty() || path == "manifest.json" || path == "diagnosis.json" {
