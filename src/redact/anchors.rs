@@ -38,7 +38,7 @@ pub(super) enum Anchor {
 
 /// Each anchor: the word (matched case-insensitively when `any_case`) and
 /// what it starts. Every secret key holds one of the key words.
-const ANCHORS: &[(&str, bool, Anchor)] = &[
+pub(super) const ANCHORS: &[(&str, bool, Anchor)] = &[
     ("pass", true, Anchor::KeyWord),
     ("psk", true, Anchor::KeyWord),
     ("pin", true, Anchor::KeyWord),

@@ -6,14 +6,15 @@
 //! command line), `<key>value</key>` (XML), and a whole `"auths":{…}`
 //! object.
 
-use memchr::{memmem, memrchr};
+use memchr::memrchr;
 
-use super::span::{line_end, line_start, message_start, Span, MARKER};
+use super::cursor::{Cursor, Needle};
+use super::span::{Span, MARKER};
 
 /// Keys whose value is a secret wherever they appear (compared lowercased,
 /// `_` read as `-`, leading dashes of a command-line flag dropped; the last
 /// dotted component counts too: `802-11-wireless-security.psk`).
-const SECRET_KEYS: &[&str] = &[
+pub(super) const SECRET_KEYS: &[&str] = &[
     "psk",
     "password",
     "passwd",
@@ -57,7 +58,7 @@ const SECRET_KEYS: &[&str] = &[
     "secret-key",
 ];
 /// Key suffixes that make any key secret (`http-proxy-password`).
-const SECRET_SUFFIXES: &[&str] = &[
+pub(super) const SECRET_SUFFIXES: &[&str] = &[
     "-password",
     "-passwd",
     "-passphrase",
@@ -67,7 +68,7 @@ const SECRET_SUFFIXES: &[&str] = &[
 ];
 /// Keys secret only in NetworkManager keyfiles: elsewhere `private-key=` is
 /// as likely a path and `secret=` names a Kubernetes object.
-const KEYFILE_SECRET_KEYS: &[&str] = &["private-key", "secret", "secrets", "key"];
+pub(super) const KEYFILE_SECRET_KEYS: &[&str] = &["private-key", "secret", "secrets", "key"];
 /// Headers whose value inside a command line runs to its quote, not to the
 /// first blank (`curl -H 'Cookie: a=b; c=d'`).
 const HEADERS: &[&[u8]] = &[
@@ -185,21 +186,25 @@ fn key_kind(key: &[u8], mode: Mode) -> KeyKind {
 /// The value of the key that ends at `key_end`, if it is a secret key:
 /// `key=value`, `key: value` (headers, YAML, and mid-line in logs), `"key":
 /// "value"` (JSON, also with escaped quotes inside a log line) and
-/// `--key value` (a command line).
+/// `--key value` (a command line). Called once per word (the caller skips
+/// the key words inside one already seen), so walking back to the word's
+/// start examines each byte once.
 pub(super) fn key_value(
     buf: &[u8],
     key_end: usize,
     mode: Mode,
     open_end: bool,
+    cur: &mut Cursor,
     out: &mut Vec<Span>,
 ) {
     let mut key_start = key_end;
     while key_start > 0 && is_key_byte(buf[key_start - 1]) {
         key_start -= 1;
     }
+    cur.work += key_end - key_start + 1;
     let key = &buf[key_start..key_end];
     if key_start > 0 && buf[key_start - 1] == b'<' {
-        xml_element(buf, key_end, key_kind(key, mode), out);
+        xml_element(buf, key_end, key_kind(key, mode), cur, out);
         return;
     }
     // After the key: a closing quote (perhaps escaped), blanks, separator.
@@ -216,6 +221,7 @@ pub(super) fn key_value(
     while sep < buf.len() && buf[sep] == b' ' {
         sep += 1;
     }
+    cur.work += sep - key_end;
     let is_separator = matches!(buf.get(sep), Some(b'=' | b':'));
     let is_flag = key.starts_with(b"-") && !quoted_key && sep == key_end + 1;
     if !(is_separator || is_flag) {
@@ -225,11 +231,7 @@ pub(super) fn key_value(
     if kind == KeyKind::No {
         return;
     }
-    let line = line_start(buf, key_start);
-    let message = line + message_start(&buf[line..key_start]);
-    let first_on_line = buf[message..key_start]
-        .iter()
-        .all(|b| matches!(b, b' ' | b'\t' | b'"' | b'\\'));
+    let first_on_line = cur.first_on_line(buf, key_start);
     // `secret` is a key in YAML (`secret: …` first on its line) and JSON,
     // with a scalar value (`"secret":{"secretName":…}` names an object).
     let bare_secret = kind == KeyKind::BareSecret;
@@ -246,7 +248,7 @@ pub(super) fn key_value(
     if !is_separator {
         // `--password PW`: a flag, one blank, a value that is no flag.
         if sep < buf.len() && !matches!(buf[sep], b'-' | b'\n' | b'\r') {
-            if let Some(span) = value_span(buf, sep, End::Word, open_end) {
+            if let Some(span) = value_span(buf, sep, End::Word, open_end, cur) {
                 out.push(span);
             }
         }
@@ -272,7 +274,8 @@ pub(super) fn key_value(
     while v < buf.len() && matches!(buf[v], b' ' | b'\t') {
         v += 1;
     }
-    if let Some(span) = value_span(buf, v, end, open_end) {
+    cur.work += v - sep;
+    if let Some(span) = value_span(buf, v, end, open_end, cur) {
         out.push(span);
     }
 }
@@ -280,27 +283,34 @@ pub(super) fn key_value(
 /// The content of `<key>…</key>` (or `<key attr=…>…</key>`) on one line,
 /// `key_end` being the end of the element's name. Without its closing tag
 /// it is no element but a placeholder (`--password <password> quay.io`).
-fn xml_element(buf: &[u8], key_end: usize, kind: KeyKind, out: &mut Vec<Span>) {
+fn xml_element(buf: &[u8], key_end: usize, kind: KeyKind, cur: &mut Cursor, out: &mut Vec<Span>) {
     if kind == KeyKind::No {
         return;
     }
-    let eol = line_end(buf, key_end);
-    let Some(close) = buf[key_end..eol].iter().position(|&b| b == b'>') else {
+    let eol = cur.line_end(buf, key_end);
+    let Some(close) = cur
+        .next(buf, key_end, Needle::TagEnd)
+        .filter(|&at| at < eol)
+    else {
         return;
     };
-    let attributes = &buf[key_end..key_end + close];
+    let attributes = &buf[key_end..close];
     if attributes.ends_with(b"/") || attributes.first().is_some_and(|b| !b.is_ascii_whitespace()) {
         return; // `<password/>`
     }
-    let start = key_end + close + 1;
-    let Some(len) = memmem::find(&buf[start..eol], b"</") else {
+    let start = close + 1;
+    let Some(end) = cur
+        .next(buf, start, Needle::CloseTag)
+        .filter(|&at| at <= eol)
+    else {
         return;
     };
-    let value = &buf[start..start + len];
+    let value = &buf[start..end];
     if value.iter().all(u8::is_ascii_whitespace) || value.contains(&b'<') || value == MARKER {
         return;
     }
-    out.push(Span::new(start, start + len));
+    cur.work += end - start;
+    out.push(Span::new(start, end));
 }
 
 /// Where an unquoted value ends.
@@ -314,8 +324,20 @@ pub(super) enum End {
     LineOrQuote,
 }
 
-/// The extent of the value starting at `v`.
-pub(super) fn value_span(buf: &[u8], v: usize, end_at: End, open_end: bool) -> Option<Span> {
+/// The extent of the value starting at `v`. Each search is bounded by the
+/// next value of the same kind: an unquoted value ends at the next blank or
+/// punctuation ([`Needle::WordEnd`], remembered by the cursor); a quoted
+/// one at its quote, and the opening quote of any later value of the same
+/// quote stands after a separator or a blank, never after a backslash, so
+/// the scan of an earlier one stops there; an object is measured once
+/// (nested ones are inside it).
+pub(super) fn value_span(
+    buf: &[u8],
+    v: usize,
+    end_at: End,
+    open_end: bool,
+    cur: &mut Cursor,
+) -> Option<Span> {
     let rest = &buf[v..];
     let span = |start: usize, end: usize, quoted: bool, open: bool| {
         (end > start && &buf[start..end] != MARKER).then_some(Span {
@@ -328,11 +350,12 @@ pub(super) fn value_span(buf: &[u8], v: usize, end_at: End, open_end: bool) -> O
         return None;
     }
     // A JSON string, escaped inside a log line or plain.
-    if let Some(after) = rest.strip_prefix(b"\\\"") {
+    if rest.starts_with(b"\\\"") {
         let start = v + 2;
-        return match memmem::find(after, b"\\\"") {
-            Some(len) => span(start, start + len, false, false),
-            None => span(start, line_end(buf, start), false, open_end),
+        let eol = cur.line_end(buf, start);
+        return match cur.next(buf, start, Needle::EscapedQuote) {
+            Some(end) if end <= eol => span(start, end, false, false),
+            _ => span(start, eol, false, open_end),
         };
     }
     if rest[0] == b'"' || rest[0] == b'\'' {
@@ -342,6 +365,7 @@ pub(super) fn value_span(buf: &[u8], v: usize, end_at: End, open_end: bool) -> O
         while i < buf.len() && buf[i] != quote && buf[i] != b'\n' {
             i += if buf[i] == b'\\' { 2 } else { 1 };
         }
+        cur.work += i - v;
         let i = i.min(buf.len());
         let open = i >= buf.len() && open_end;
         return span(start, i, false, open);
@@ -349,39 +373,38 @@ pub(super) fn value_span(buf: &[u8], v: usize, end_at: End, open_end: bool) -> O
     if rest[0] == b'{' {
         // `"auths": {...}`: the whole object, when it closes on this line;
         // otherwise its inner `"auth"` values are found one by one.
-        return balanced_object(buf, v).and_then(|end| span(v, end, true, false));
+        if v < cur.objects_until {
+            return None;
+        }
+        let end = balanced_object(buf, v, cur);
+        return end.and_then(|end| span(v, end, true, false));
     }
     if rest[0] == b'\n' || rest[0] == b'\r' {
         return None;
     }
-    let eol = line_end(buf, v);
+    let eol = cur.line_end(buf, v);
     let end = match end_at {
         End::Line => eol,
-        End::LineOrQuote => buf[v..eol]
-            .iter()
-            .position(|&b| matches!(b, b'"' | b'\''))
-            .map_or(eol, |i| v + i),
-        End::Word => rest
-            .iter()
-            .position(|&b| {
-                b.is_ascii_whitespace()
-                    || matches!(b, b'"' | b'\'' | b',' | b';' | b'&' | b'}' | b')')
-            })
-            .map_or(buf.len(), |i| v + i),
+        End::LineOrQuote => cur
+            .next(buf, v, Needle::Quote)
+            .map_or(eol, |at| at.min(eol)),
+        End::Word => cur.next(buf, v, Needle::WordEnd).unwrap_or(buf.len()),
     };
     span(v, end, false, end == buf.len() && open_end)
 }
 
 /// End (exclusive) of the JSON object starting at `start`, if it closes
-/// before the end of the line.
-fn balanced_object(buf: &[u8], start: usize) -> Option<usize> {
+/// before the end of the line. Either way no object starting before where
+/// the scan stopped is measured again.
+fn balanced_object(buf: &[u8], start: usize, cur: &mut Cursor) -> Option<usize> {
     let mut depth = 0usize;
     let mut in_string = false;
     let mut i = start;
+    let mut end = None;
     while i < buf.len() {
         let b = buf[i];
         if b == b'\n' {
-            return None;
+            break;
         }
         if in_string {
             if b == b'\\' {
@@ -396,12 +419,15 @@ fn balanced_object(buf: &[u8], start: usize) -> Option<usize> {
         } else if b == b'}' {
             depth -= 1;
             if depth == 0 {
-                return Some(i + 1);
+                end = Some(i + 1);
+                break;
             }
         }
         i += 1;
     }
-    None
+    cur.work += i - start + 1;
+    cur.objects_until = i.max(start + 1);
+    end
 }
 
 #[cfg(test)]
