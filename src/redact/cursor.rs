@@ -82,6 +82,10 @@ pub(super) struct Cursor {
     next: [Next; NEEDLES],
     /// How far `ipmitool` command lines have been searched for `-P`.
     pub(super) ipmitool_searched: usize,
+    /// How far `mysql` command lines have been searched for `-pPW`.
+    pub(super) mysql_searched: usize,
+    /// For the line last asked about: where `ldap` first is on it.
+    ldap: Option<(usize, Option<usize>)>,
     /// Objects (`{…}` values) already measured: inside one that closed
     /// (whose span covers a nested one) or one that did not close on its
     /// line (where a nested one is left to its keys), no object is measured
@@ -144,6 +148,22 @@ impl Cursor {
             message + run
         };
         at <= first
+    }
+
+    /// Whether `ldap` (an LDAP client's name) stands before `at` on its
+    /// line; each line is searched once.
+    pub(super) fn ldap_before(&mut self, buf: &[u8], at: usize) -> bool {
+        let (start, end) = self.line_bounds(buf, at);
+        let first = match self.ldap {
+            Some((line, first)) if line == start => first,
+            _ => {
+                let first = memmem::find(&buf[start..end], b"ldap").map(|i| start + i);
+                self.work += end - start + 1;
+                self.ldap = Some((start, first));
+                first
+            }
+        };
+        first.is_some_and(|first| first < at)
     }
 
     /// The first occurrence of `needle` at or after `from`.

@@ -6,7 +6,7 @@
 //! command line), `<key>value</key>` (XML), and a whole `"auths":{…}`
 //! object.
 
-use memchr::memrchr;
+use memchr::{memmem, memrchr};
 
 use super::cursor::{Cursor, Needle};
 use super::span::{Span, MARKER};
@@ -56,6 +56,23 @@ pub(super) const SECRET_KEYS: &[&str] = &[
     "aws-secret-access-key",
     "secret-access-key",
     "secret-key",
+    // Registry credentials of podman, skopeo and buildah (`--creds
+    // USER:PW`, `--src-creds`, `--dest-creds`) and cloud credentials.
+    "creds",
+    "cred",
+    "credential",
+    "credentials",
+    // Azure storage connection strings (`AccountKey=…;`,
+    // `SharedAccessKey=…`).
+    "account-key",
+    "accountkey",
+    "shared-access-key",
+    "sharedaccesskey",
+    "auth-token",
+    "bind-pw",
+    "bindpw",
+    "private-key",
+    "privatekey",
 ];
 /// Key suffixes that make any key secret (`http-proxy-password`).
 pub(super) const SECRET_SUFFIXES: &[&str] = &[
@@ -65,10 +82,30 @@ pub(super) const SECRET_SUFFIXES: &[&str] = &[
     "-psk",
     "-token",
     "-secret-access-key",
+    "-creds",
+    "-credentials",
+    "-client-secret",
+    "-secret-key",
+    "-api-key",
+    "-private-key",
+    // Run together with what names them: `PGPASSWORD`, `dbpassword`.
+    "password",
+    "passwd",
 ];
 /// Keys secret only in NetworkManager keyfiles: elsewhere `private-key=` is
 /// as likely a path and `secret=` names a Kubernetes object.
 pub(super) const KEYFILE_SECRET_KEYS: &[&str] = &["private-key", "secret", "secrets", "key"];
+/// Keys whose value is as often a path to the secret as the secret: a path
+/// (`private_key = /etc/pki/x.key`, `credentials: ~/.aws/credentials`) is
+/// kept, anything else is redacted.
+const PATH_OR_SECRET_KEYS: &[&str] = &[
+    "private-key",
+    "privatekey",
+    "credential",
+    "credentials",
+    "cred",
+    "creds",
+];
 /// Headers whose value inside a command line runs to its quote, not to the
 /// first blank (`curl -H 'Cookie: a=b; c=d'`).
 const HEADERS: &[&[u8]] = &[
@@ -108,21 +145,48 @@ pub(super) fn word_len(rest: &[u8]) -> usize {
 enum KeyKind {
     No,
     Secret,
+    /// Secret unless its value is a path ([`PATH_OR_SECRET_KEYS`]).
+    SecretUnlessPath,
     /// `secret` outside a keyfile: a secret as a YAML or JSON key or an XML
     /// element, a Kubernetes object's name in `secret=` and prose
     /// (`failed to get secret: …`).
     BareSecret,
 }
 
-/// Whether a normalized key (or its last dotted component) is secret.
-fn is_secret(norm: &[u8], mode: Mode) -> bool {
+/// What a normalized key (or its last dotted component) says of its value.
+fn secret_kind(norm: &[u8], mode: Mode) -> KeyKind {
     let is = |list: &[&str], key: &[u8]| list.iter().any(|k| k.as_bytes() == key);
     let secret = |key: &[u8]| {
-        is(SECRET_KEYS, key)
-            || SECRET_SUFFIXES.iter().any(|s| key.ends_with(s.as_bytes()))
-            || (mode == Mode::Keyfile && is(KEYFILE_SECRET_KEYS, key))
+        // sudoers' `NOPASSWD:` tag says there is none.
+        !matches!(key, b"nopasswd" | b"nopassword")
+            && (is(SECRET_KEYS, key)
+                || SECRET_SUFFIXES.iter().any(|s| key.ends_with(s.as_bytes()))
+                || (mode == Mode::Keyfile && is(KEYFILE_SECRET_KEYS, key)))
     };
-    secret(norm) || memrchr(b'.', norm).is_some_and(|dot| secret(&norm[dot + 1..]))
+    let last = memrchr(b'.', norm).map_or(norm, |dot| &norm[dot + 1..]);
+    if !(secret(norm) || secret(last)) {
+        return KeyKind::No;
+    }
+    let path_or_secret = |key: &[u8]| {
+        is(PATH_OR_SECRET_KEYS, key)
+            || key.ends_with(b"-private-key")
+            || key.ends_with(b"-credentials")
+    };
+    if mode == Mode::Text && (path_or_secret(norm) || path_or_secret(last)) {
+        KeyKind::SecretUnlessPath
+    } else {
+        KeyKind::Secret
+    }
+}
+
+/// Whether a value names a file rather than holding a secret.
+fn is_path(value: &[u8]) -> bool {
+    value.starts_with(b"/")
+        || value.starts_with(b"~/")
+        || value.starts_with(b"./")
+        || value.starts_with(b"../")
+        || value.starts_with(b"file:")
+        || value.starts_with(b"$")
 }
 
 /// Whether a word of camel case starts at `key[i]`: an upper-case letter
@@ -158,8 +222,9 @@ fn key_kind(key: &[u8], mode: Mode) -> KeyKind {
         *n = lower(b);
     }
     let norm = &norm[..key.len()];
-    if is_secret(norm, mode) {
-        return KeyKind::Secret;
+    let kind = secret_kind(norm, mode);
+    if kind != KeyKind::No {
+        return kind;
     }
     if (1..key.len()).any(|i| starts_word(key, i)) {
         let mut camel = [0u8; 128];
@@ -172,8 +237,9 @@ fn key_kind(key: &[u8], mode: Mode) -> KeyKind {
             camel[n] = lower(b);
             n += 1;
         }
-        if is_secret(&camel[..n], mode) {
-            return KeyKind::Secret;
+        let kind = secret_kind(&camel[..n], mode);
+        if kind != KeyKind::No {
+            return kind;
         }
     }
     if norm == b"secret" {
@@ -210,13 +276,11 @@ pub(super) fn key_value(
     // After the key: a closing quote (perhaps escaped), blanks, separator.
     // Checked first: most words found are no key at all.
     let mut sep = key_end;
-    let mut quoted_key = false;
-    if buf[sep..].starts_with(b"\\\"") {
-        quoted_key = true;
-        sep += 2;
-    } else if buf.get(sep) == Some(&b'"') {
-        quoted_key = true;
-        sep += 1;
+    // A closing quote escaped at any depth (`\"`, `\\\"`, …).
+    let escapes = escape_run(&buf[sep..]);
+    let quoted_key = buf.get(sep + escapes) == Some(&b'"');
+    if quoted_key {
+        sep += escapes + 1;
     }
     while sep < buf.len() && buf[sep] == b' ' {
         sep += 1;
@@ -225,6 +289,9 @@ pub(super) fn key_value(
     let is_separator = matches!(buf.get(sep), Some(b'=' | b':'));
     let is_flag = key.starts_with(b"-") && !quoted_key && sep == key_end + 1;
     if !(is_separator || is_flag) {
+        if key.eq_ignore_ascii_case(b"htpasswd") && sep == key_end + 1 {
+            htpasswd_password(buf, sep, open_end, cur, out);
+        }
         return;
     }
     let kind = key_kind(key, mode);
@@ -249,7 +316,7 @@ pub(super) fn key_value(
         // `--password PW`: a flag, one blank, a value that is no flag.
         if sep < buf.len() && !matches!(buf[sep], b'-' | b'\n' | b'\r') {
             if let Some(span) = value_span(buf, sep, End::Word, open_end, cur) {
-                out.push(span);
+                push_unless_path(buf, span, kind, out);
             }
         }
         return;
@@ -276,7 +343,59 @@ pub(super) fn key_value(
     }
     cur.work += v - sep;
     if let Some(span) = value_span(buf, v, end, open_end, cur) {
-        out.push(span);
+        push_unless_path(buf, span, kind, out);
+    }
+}
+
+fn push_unless_path(buf: &[u8], span: Span, kind: KeyKind, out: &mut Vec<Span>) {
+    if kind == KeyKind::SecretUnlessPath && is_path(&buf[span.start..span.end]) {
+        return;
+    }
+    out.push(span);
+}
+
+/// Backslashes at the start of `rest`, up to a depth of escaping no log
+/// nests further (a quote escaped four times over is 15 of them).
+fn escape_run(rest: &[u8]) -> usize {
+    rest.iter().take(16).take_while(|&&b| b == b'\\').count()
+}
+
+/// `htpasswd -b[…] [FILE] USER PW` (`-n` without FILE): the password given
+/// on the command line, after the flag at `at`.
+fn htpasswd_password(buf: &[u8], at: usize, open_end: bool, cur: &mut Cursor, out: &mut Vec<Span>) {
+    let eol = cur.line_end(buf, at);
+    let mut words = Vec::with_capacity(4);
+    let mut i = at;
+    // The flag, then at most three words: all on one line.
+    while words.len() < 4 && i < eol {
+        while i < eol && buf[i] == b' ' {
+            i += 1;
+        }
+        let start = i;
+        while i < eol && !buf[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i > start {
+            words.push(start);
+        }
+    }
+    cur.work += i - at + 1;
+    let Some(&flag) = words.first() else {
+        return;
+    };
+    let flags = &buf[flag..];
+    let flags = &flags[..flags
+        .iter()
+        .position(u8::is_ascii_whitespace)
+        .unwrap_or(flags.len())];
+    if !flags.starts_with(b"-") || !flags.contains(&b'b') {
+        return;
+    }
+    let password = if flags.contains(&b'n') { 2 } else { 3 };
+    if let Some(&v) = words.get(password) {
+        if let Some(span) = value_span(buf, v, End::Word, open_end, cur) {
+            out.push(span);
+        }
     }
 }
 
@@ -349,11 +468,22 @@ pub(super) fn value_span(
     if rest.is_empty() {
         return None;
     }
-    // A JSON string, escaped inside a log line or plain.
-    if rest.starts_with(b"\\\"") {
-        let start = v + 2;
+    // A JSON string escaped inside a log line (at any depth: a JSON
+    // document in a string of a JSON log line is `\\\"…\\\"`), or plain.
+    let escapes = escape_run(rest);
+    if escapes > 0 && rest.get(escapes) == Some(&b'"') {
+        let start = v + escapes + 1;
         let eol = cur.line_end(buf, start);
-        return match cur.next(buf, start, Needle::EscapedQuote) {
+        let close = if escapes == 1 {
+            cur.next(buf, start, Needle::EscapedQuote)
+        } else {
+            // The next value escaped as deep opens with the same run, so
+            // the searches at one depth never overlap.
+            let found = memmem::find(&buf[start..eol], &rest[..=escapes]);
+            cur.work += found.unwrap_or(eol - start) + 1;
+            found.map(|i| start + i)
+        };
+        return match close {
             Some(end) if end <= eol => span(start, end, false, false),
             _ => span(start, eol, false, open_end),
         };

@@ -20,7 +20,8 @@ use super::cursor::Cursor;
 use super::keys::{key_value, value_span, word_len, End, Mode};
 use super::literals::{literal_forms, Engine};
 use super::shapes::{
-    bearer_token, ipmitool_password, pem_block, pem_end, short_password_flag, url_credentials,
+    aws_key_id, bearer_token, ldap_password, pem_block, pem_end, short_password_flag,
+    tool_password, url_credentials, user_flag, Tool,
 };
 use super::span::Span;
 
@@ -170,10 +171,18 @@ pub(super) fn scan(
             Anchor::ShortPasswordFlag => {
                 short_password_flag(buf, start, open_end, &mut cur, &mut found);
             }
-            Anchor::Ipmitool => {
+            Anchor::Ipmitool | Anchor::Mysql => {
+                let tool = if anchor == Anchor::Mysql {
+                    Tool::Mysql
+                } else {
+                    Tool::Ipmitool
+                };
                 let limit = MAX_SPANS_PER_LINE - (found.len() - line.first);
-                overflow = ipmitool_password(buf, start, open_end, limit, &mut cur, &mut found);
+                overflow = tool_password(buf, start, tool, open_end, limit, &mut cur, &mut found);
             }
+            Anchor::UserFlag => user_flag(buf, start, open_end, &mut cur, &mut found),
+            Anchor::LdapPassword => ldap_password(buf, start, open_end, &mut cur, &mut found),
+            Anchor::AwsKeyId => aws_key_id(buf, start, &mut cur, &mut found),
         }
         absorb(&mut found, before);
         if overflow || found.len() - line.first > MAX_SPANS_PER_LINE {

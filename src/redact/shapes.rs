@@ -174,25 +174,41 @@ pub(super) fn short_password_flag(
     }
 }
 
-/// `-P PW` (or `-PPW`) on an `ipmitool` command line whose name starts at
-/// `at`: its BMC password. Elsewhere `-P` is a port, a Perl regex, a flag.
-/// The rest of the line is searched once, whatever the number of
-/// `ipmitool`s on it: the flags after a later one were found from the
+/// A tool whose password is given by a short flag on its command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tool {
+    /// `ipmitool … -P PW` (or `-PPW`): its BMC password. Elsewhere `-P` is
+    /// a port, a Perl regex, a flag.
+    Ipmitool,
+    /// `mysql … -pPW` (`mysqldump`, `mysqladmin` too): only attached, as
+    /// `-p db` names a database and prompts for the password.
+    Mysql,
+}
+
+/// The password flags of a `tool` command line whose name starts at `at`.
+/// The rest of the line is searched once, whatever the number of the
+/// tool's names on it: the flags after a later one were found from the
 /// first. More than `limit` passwords: the search stops and says so (the
 /// caller replaces the line whole).
-pub(super) fn ipmitool_password(
+pub(super) fn tool_password(
     buf: &[u8],
     at: usize,
+    tool: Tool,
     open_end: bool,
     limit: usize,
     cur: &mut Cursor,
     out: &mut Vec<Span>,
 ) -> bool {
+    let (name, flag_bytes, searched): (&[u8], &[u8], usize) = match tool {
+        Tool::Ipmitool => (b"ipmitool", b"-P", cur.ipmitool_searched),
+        Tool::Mysql => (b"mysql", b"-p", cur.mysql_searched),
+    };
     let eol = cur.line_end(buf, at);
     let line = &buf[..eol];
-    let mut from = (at + b"ipmitool".len()).max(cur.ipmitool_searched);
+    let mut from = (at + name.len()).max(searched);
     let mut found = 0;
-    while let Some(i) = memmem::find(&line[from.min(eol)..], b"-P") {
+    let mut overflow = false;
+    while let Some(i) = memmem::find(&line[from.min(eol)..], flag_bytes) {
         let flag = from + i;
         cur.work += i + 2;
         from = flag + 2;
@@ -200,11 +216,13 @@ pub(super) fn ipmitool_password(
             continue;
         }
         let mut v = flag + 2;
-        while v < eol && line[v] == b' ' {
-            v += 1;
+        if tool == Tool::Ipmitool {
+            while v < eol && line[v] == b' ' {
+                v += 1;
+            }
         }
         cur.work += v - flag;
-        if v >= eol || (v == flag + 2 && line[v].is_ascii_whitespace()) || line[v] == b'-' {
+        if v >= eol || line[v].is_ascii_whitespace() || line[v] == b'-' {
             continue;
         }
         if let Some(span) = value_span(buf, v, End::Word, open_end, cur) {
@@ -212,14 +230,97 @@ pub(super) fn ipmitool_password(
             out.push(span);
             found += 1;
             if found > limit {
-                cur.ipmitool_searched = eol;
-                return true;
+                overflow = true;
+                break;
             }
         }
     }
     cur.work += eol.saturating_sub(from);
-    cur.ipmitool_searched = cur.ipmitool_searched.max(eol);
-    false
+    match tool {
+        Tool::Ipmitool => cur.ipmitool_searched = cur.ipmitool_searched.max(eol),
+        Tool::Mysql => cur.mysql_searched = cur.mysql_searched.max(eol),
+    }
+    overflow
+}
+
+/// `-u USER:PW` and `--user USER:PW` (`--user=…`) at `at`: curl's and
+/// wget's credentials, the password after the first colon. A user alone
+/// (`podman login -u bob`) or a `UID:GID` (`podman run -u 0:0`) is kept.
+pub(super) fn user_flag(
+    buf: &[u8],
+    at: usize,
+    open_end: bool,
+    cur: &mut Cursor,
+    out: &mut Vec<Span>,
+) {
+    if at > 0 && !matches!(buf[at - 1], b' ' | b'\t' | b'"' | b'\'') {
+        return;
+    }
+    let v = if buf[at + 1] == b'u' {
+        at + 3
+    } else {
+        match buf.get(at + 6) {
+            Some(b' ' | b'=') => at + 7,
+            _ => return,
+        }
+    };
+    let Some(span) = value_span(buf, v, End::Word, open_end, cur) else {
+        return;
+    };
+    let value = &buf[span.start..span.end];
+    cur.work += value.len() + 1;
+    let Some(colon) = memchr::memchr(b':', value) else {
+        return;
+    };
+    if value.iter().all(|b| b.is_ascii_digit() || *b == b':') {
+        return;
+    }
+    if span.start + colon + 1 < span.end || span.open {
+        out.push(Span {
+            start: span.start + colon + 1,
+            ..span
+        });
+    }
+}
+
+/// `-w PW` at `at` on the command line of an LDAP client (`ldapsearch`,
+/// `ldapmodify`, …): its bind password. Elsewhere `-w` is a word match, a
+/// wait, a width.
+pub(super) fn ldap_password(
+    buf: &[u8],
+    at: usize,
+    open_end: bool,
+    cur: &mut Cursor,
+    out: &mut Vec<Span>,
+) {
+    if at == 0 || !matches!(buf[at - 1], b' ' | b'\t' | b'"' | b'\'') {
+        return;
+    }
+    let v = at + 3;
+    if matches!(buf.get(v), None | Some(b'-' | b' ' | b'\n' | b'\r')) || !cur.ldap_before(buf, at) {
+        return;
+    }
+    if let Some(span) = value_span(buf, v, End::Word, open_end, cur) {
+        out.push(span);
+    }
+}
+
+/// An AWS access key id (`AKIA` and 16 of `A-Z2-7`) at `at`, as a word.
+pub(super) fn aws_key_id(buf: &[u8], at: usize, cur: &mut Cursor, out: &mut Vec<Span>) {
+    const LEN: usize = 20;
+    cur.work += LEN;
+    let Some(id) = buf.get(at..at + LEN) else {
+        return;
+    };
+    let word = |b: Option<&u8>| b.is_some_and(u8::is_ascii_alphanumeric);
+    if id[4..]
+        .iter()
+        .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(b))
+        && !word(at.checked_sub(1).and_then(|i| buf.get(i)))
+        && !word(buf.get(at + LEN))
+    {
+        out.push(Span::new(at, at + LEN));
+    }
 }
 
 #[cfg(test)]
@@ -384,5 +485,74 @@ mod tests {
         // A block that never ends: everything after its header goes.
         let (out, _) = redact(&r, "-----BEGIN PRIVATE KEY-----\nAAAA\nBBBB\n");
         assert_eq!(out, "-----BEGIN PRIVATE KEY-----[REDACTED]");
+    }
+
+    /// The catalogue (docs/security.md, "Secret shapes"): each shape of
+    /// gitleaks' default rules, detect-secrets' plugins and sos report's
+    /// cleaner that a host's journal, unit files, pod logs or command lines
+    /// can hold, planted in a line; the planted value (`PLANTED…`) must go,
+    /// what names it stay.
+    pub(crate) const CATALOGUE: &[(&str, &str)] = &[
+        ("podman creds", "podman pull --creds bob:PLANTEDpw1 quay.io/x"),
+        ("skopeo src-creds", "skopeo copy --src-creds=bob:PLANTEDpw2 --dest-creds bob:PLANTEDpw3 a b"),
+        ("curl -u", "curl -sS -u admin:PLANTEDpw4 https://bmc/redfish"),
+        ("curl --user", "curl --user admin:PLANTEDpw5 https://x"),
+        ("wget --password", "wget --user=bob --password=PLANTEDpw6 https://x"),
+        ("wget --http-password", "wget --http-password PLANTEDpw7 https://x"),
+        ("ipmitool -P", "ipmitool -I lanplus -H bmc -U root -P PLANTEDpw8 power on"),
+        ("ldapsearch -w", "ldapsearch -x -D cn=admin -w PLANTEDpw9 -b dc=x"),
+        ("mysql -pPW", "mysql -uroot -pPLANTEDpw10 -h db"),
+        ("psql URL", "psql postgresql://app:PLANTEDpw11@db:5432/app"),
+        ("PGPASSWORD", "env PGPASSWORD=PLANTEDpw12 psql -h db"),
+        ("oc --token", "oc login --token=PLANTEDtok13 https://api:6443"),
+        ("kubectl --token", "kubectl --token PLANTEDtok14 get pods"),
+        ("htpasswd -b", "htpasswd -bB /etc/htpasswd admin PLANTEDpw15"),
+        ("htpasswd -nb", "htpasswd -nbB admin PLANTEDpw16"),
+        ("URL credentials", "git clone ssh://git:PLANTEDpw17@host/repo.git"),
+        ("sshpass -p", "sshpass -p PLANTEDpw18 ssh core@x"),
+        ("PEM private key", "-----BEGIN OPENSSH PRIVATE KEY-----\\nPLANTEDkey19\\n-----END OPENSSH PRIVATE KEY-----"),
+        ("kubeconfig client key", "    client-key-data: PLANTEDkey20"),
+        ("kubeconfig token", "    token: PLANTEDtok21"),
+        ("AWS key id", "aws_access_key_id = AKIAPLANTED234567ABC"),
+        ("AWS secret", "aws_secret_access_key = PLANTEDsecret22"),
+        ("GCP private key", "{\"type\":\"service_account\",\"private_key\":\"PLANTEDkey23\"}"),
+        ("Azure account key", "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=PLANTEDkey24;EndpointSuffix=core"),
+        ("Azure client secret", "AZURE_CLIENT_SECRET=PLANTEDsecret25"),
+        ("private_key =", "private_key = PLANTEDkey26"),
+        ("privateKey JSON", "{\"privateKey\": \"PLANTEDkey27\"}"),
+        ("password JSON escaped", "msg=\"{\\\"password\\\":\\\"PLANTEDpw28\\\"}\""),
+        ("password JSON doubly escaped", "log=\"{\\\"m\\\":\\\"{\\\\\\\"password\\\\\\\":\\\\\\\"PLANTEDpw29\\\\\\\"}\\\"}\""),
+        ("YAML SCREAMING_SNAKE", "  DB_PASSWORD: PLANTEDpw30"),
+        ("YAML camelCase", "  clientSecret: PLANTEDsecret31"),
+        ("bearer", "Authorization: Bearer PLANTEDtok32abcdefgh"),
+        ("cookie", "Cookie: session=PLANTEDtok33"),
+        ("x-api-key", "X-Api-Key: PLANTEDkey34"),
+        ("registry auths", "{\"auths\":{\"quay.io\":{\"auth\":\"PLANTEDauth35\"}}}"),
+        ("NM psk", "802-11-wireless-security.psk=PLANTEDpsk36"),
+        ("XML password", "<password>PLANTEDpw37</password>"),
+    ];
+
+    #[test]
+    fn catalogue_shapes_are_redacted() {
+        let r = Redactor::default();
+        for (name, line) in CATALOGUE {
+            let (out, n) = redact(&r, line);
+            assert!(!out.contains("PLANTED"), "{name}: {out}");
+            assert!(n >= 1, "{name}");
+        }
+        // What names them, and their look-alikes, stay.
+        for text in [
+            "podman login -u bob -p [REDACTED] quay.io",
+            "podman run -u 0:0 img",
+            "grep -w word /var/log/messages",
+            "private_key = /etc/pki/tls/private/x.key",
+            "credentials: ~/.aws/credentials",
+            "%wheel ALL=(ALL) NOPASSWD: ALL",
+            "AKIAlowercase12345678 is no key id",
+        ] {
+            assert_eq!(redact(&r, text), (text.to_owned(), 0), "{text}");
+        }
+        let (out, _) = redact(&r, "curl -u admin:PLANTED https://x");
+        assert_eq!(out, "curl -u admin:[REDACTED] https://x");
     }
 }
