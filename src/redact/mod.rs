@@ -64,6 +64,8 @@ pub use span::MARKER;
 pub(crate) use stream::StreamRedactor;
 
 mod anchors;
+#[doc(hidden)]
+pub mod catalogue;
 mod cursor;
 mod forms;
 #[doc(hidden)]
