@@ -58,6 +58,21 @@ const SHAPES: &[&str] = &[
     "\\\\\\\"password\\\\\\\":\\\\\\\"",
     "PGPASSWORD=",
     "[REDACTED]",
+    "ldapsearch -w x ",
+    "ldap -w ",
+    "mysql -px ",
+    "mysql -p",
+    "-u a:b ",
+    "--user a:b ",
+    "--user=",
+    "htpasswd -b f u p ",
+    "htpasswd -nb ",
+    "AKIAAAAAAAAAAAAAAAAA ",
+    "AKIAAAAAAAAAAAAAAAAAA",
+    "--creds a:b ",
+    "password=\\\\\\\"",
+    "\\\\\\\\\\\\\\\\\"",
+    "private_key=/x ",
 ];
 
 /// Every hostile unit: a name and the text repeated to make a line.
