@@ -1,6 +1,6 @@
 //! Where the shape rules look: the words secret keys are made of (any case)
 //! and the anchors of the other shapes (`://`, `bearer`, `-----BEGIN`,
-//! `-p `, `ipmitool`, `-u `, `--user`, `-w `, `mysql`, `AKIA`), found in one
+//! `-p `, `ipmitool`, `-u `, `--user`, `-w `, `mysql`, `AKIA`, `sha256~`), found in one
 //! vectorised pass.
 //!
 //! An Aho-Corasick automaton matching them case-insensitively has no
@@ -43,6 +43,8 @@ pub(super) enum Anchor {
     Mysql,
     /// `AKIA`: an AWS access key id
     AwsKeyId,
+    /// `sha256~`: an OpenShift OAuth access token
+    OpenshiftToken,
 }
 
 /// Each anchor: the word (matched case-insensitively when `any_case`) and
@@ -67,6 +69,7 @@ pub(super) const ANCHORS: &[(&str, bool, Anchor)] = &[
     ("-w ", false, Anchor::LdapPassword),
     ("mysql", false, Anchor::Mysql),
     ("AKIA", false, Anchor::AwsKeyId),
+    ("sha256~", false, Anchor::OpenshiftToken),
 ];
 /// Bytes of each anchor the searcher looks for.
 const PREFIX: usize = 3;

@@ -98,4 +98,13 @@ pub const CATALOGUE: &[(&str, &str)] = &[
     ),
     ("NM psk", "802-11-wireless-security.psk=PLANTEDpsk36"),
     ("XML password", "<password>PLANTEDpw37</password>"),
+    (
+        "OpenShift token",
+        "oc whoami -t: sha256~PLANTEDtok38abcdefghijklmnopqrstuvwxyz01234",
+    ),
+    ("Kubernetes TLS secret", "  tls.key: PLANTEDkey39"),
+    (
+        "Kubernetes ssh-auth secret",
+        "  ssh-privatekey: PLANTEDkey41",
+    ),
 ];

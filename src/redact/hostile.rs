@@ -73,6 +73,9 @@ const SHAPES: &[&str] = &[
     "password=\\\\\\\"",
     "\\\\\\\\\\\\\\\\\"",
     "private_key=/x ",
+    "sha256~",
+    "sha256~abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG ",
+    "tls.key: ",
 ];
 
 /// Every hostile unit: a name and the text repeated to make a line.

@@ -73,6 +73,11 @@ pub(super) const SECRET_KEYS: &[&str] = &[
     "bindpw",
     "private-key",
     "privatekey",
+    // The data keys of Kubernetes Secrets of the built-in types
+    // `kubernetes.io/tls` and `…/ssh-auth`, as a Secret dumped in a pod
+    // log shows them.
+    "tls.key",
+    "ssh-privatekey",
 ];
 /// Key suffixes that make any key secret (`http-proxy-password`).
 pub(super) const SECRET_SUFFIXES: &[&str] = &[

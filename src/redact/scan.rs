@@ -20,8 +20,8 @@ use super::cursor::Cursor;
 use super::keys::{key_value, value_span, word_len, End, Mode};
 use super::literals::{literal_forms, Engine};
 use super::shapes::{
-    aws_key_id, bearer_token, ldap_password, pem_block, pem_end, short_password_flag,
-    tool_password, url_credentials, user_flag, Tool,
+    aws_key_id, bearer_token, ldap_password, openshift_token, pem_block, pem_end,
+    short_password_flag, tool_password, url_credentials, user_flag, Tool,
 };
 use super::span::Span;
 
@@ -183,6 +183,7 @@ pub(super) fn scan(
             Anchor::UserFlag => user_flag(buf, start, open_end, &mut cur, &mut found),
             Anchor::LdapPassword => ldap_password(buf, start, open_end, &mut cur, &mut found),
             Anchor::AwsKeyId => aws_key_id(buf, start, &mut cur, &mut found),
+            Anchor::OpenshiftToken => openshift_token(buf, start, &mut cur, &mut found),
         }
         absorb(&mut found, before);
         if overflow || found.len() - line.first > MAX_SPANS_PER_LINE {

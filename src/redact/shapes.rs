@@ -305,6 +305,21 @@ pub(super) fn ldap_password(
     }
 }
 
+/// An OpenShift OAuth access token (`sha256~` and 43 of `A-Za-z0-9_-`) at
+/// `at`, as a word (`oc whoami -t`, a kubeconfig). Image digests are
+/// `sha256:`.
+pub(super) fn openshift_token(buf: &[u8], at: usize, cur: &mut Cursor, out: &mut Vec<Span>) {
+    const LEN: usize = 7 + 43;
+    cur.work += LEN;
+    let token_byte = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+    let Some(token) = buf.get(at + 7..at + LEN) else {
+        return;
+    };
+    if token.iter().all(token_byte) && !buf.get(at + LEN).is_some_and(token_byte) {
+        out.push(Span::new(at, at + LEN));
+    }
+}
+
 /// An AWS access key id (`AKIA` and 16 of `A-Z2-7`) at `at`, as a word.
 pub(super) fn aws_key_id(buf: &[u8], at: usize, cur: &mut Cursor, out: &mut Vec<Span>) {
     const LEN: usize = 20;
