@@ -8,12 +8,13 @@
 
 use memchr::{memmem, memrchr};
 
-use super::span::{line_end, line_start, message_start, Span, MARKER};
+use super::cursor::{Cursor, Needle};
+use super::span::{Span, MARKER};
 
 /// Keys whose value is a secret wherever they appear (compared lowercased,
 /// `_` read as `-`, leading dashes of a command-line flag dropped; the last
 /// dotted component counts too: `802-11-wireless-security.psk`).
-const SECRET_KEYS: &[&str] = &[
+pub(super) const SECRET_KEYS: &[&str] = &[
     "psk",
     "password",
     "passwd",
@@ -55,19 +56,61 @@ const SECRET_KEYS: &[&str] = &[
     "aws-secret-access-key",
     "secret-access-key",
     "secret-key",
+    // Registry credentials of podman, skopeo and buildah (`--creds
+    // USER:PW`, `--src-creds`, `--dest-creds`) and cloud credentials.
+    "creds",
+    "cred",
+    "credential",
+    "credentials",
+    // Azure storage connection strings (`AccountKey=…;`,
+    // `SharedAccessKey=…`).
+    "account-key",
+    "accountkey",
+    "shared-access-key",
+    "sharedaccesskey",
+    "auth-token",
+    "bind-pw",
+    "bindpw",
+    "private-key",
+    "privatekey",
+    // The data keys of Kubernetes Secrets of the built-in types
+    // `kubernetes.io/tls` and `…/ssh-auth`, as a Secret dumped in a pod
+    // log shows them.
+    "tls.key",
+    "ssh-privatekey",
 ];
 /// Key suffixes that make any key secret (`http-proxy-password`).
-const SECRET_SUFFIXES: &[&str] = &[
+pub(super) const SECRET_SUFFIXES: &[&str] = &[
     "-password",
     "-passwd",
     "-passphrase",
     "-psk",
     "-token",
     "-secret-access-key",
+    "-creds",
+    "-credentials",
+    "-client-secret",
+    "-secret-key",
+    "-api-key",
+    "-private-key",
+    // Run together with what names them: `PGPASSWORD`, `dbpassword`.
+    "password",
+    "passwd",
 ];
 /// Keys secret only in NetworkManager keyfiles: elsewhere `private-key=` is
 /// as likely a path and `secret=` names a Kubernetes object.
-const KEYFILE_SECRET_KEYS: &[&str] = &["private-key", "secret", "secrets", "key"];
+pub(super) const KEYFILE_SECRET_KEYS: &[&str] = &["private-key", "secret", "secrets", "key"];
+/// Keys whose value is as often a path to the secret as the secret: a path
+/// (`private_key = /etc/pki/x.key`, `credentials: ~/.aws/credentials`) is
+/// kept, anything else is redacted.
+const PATH_OR_SECRET_KEYS: &[&str] = &[
+    "private-key",
+    "privatekey",
+    "credential",
+    "credentials",
+    "cred",
+    "creds",
+];
 /// Headers whose value inside a command line runs to its quote, not to the
 /// first blank (`curl -H 'Cookie: a=b; c=d'`).
 const HEADERS: &[&[u8]] = &[
@@ -107,21 +150,48 @@ pub(super) fn word_len(rest: &[u8]) -> usize {
 enum KeyKind {
     No,
     Secret,
+    /// Secret unless its value is a path ([`PATH_OR_SECRET_KEYS`]).
+    SecretUnlessPath,
     /// `secret` outside a keyfile: a secret as a YAML or JSON key or an XML
     /// element, a Kubernetes object's name in `secret=` and prose
     /// (`failed to get secret: …`).
     BareSecret,
 }
 
-/// Whether a normalized key (or its last dotted component) is secret.
-fn is_secret(norm: &[u8], mode: Mode) -> bool {
+/// What a normalized key (or its last dotted component) says of its value.
+fn secret_kind(norm: &[u8], mode: Mode) -> KeyKind {
     let is = |list: &[&str], key: &[u8]| list.iter().any(|k| k.as_bytes() == key);
     let secret = |key: &[u8]| {
-        is(SECRET_KEYS, key)
-            || SECRET_SUFFIXES.iter().any(|s| key.ends_with(s.as_bytes()))
-            || (mode == Mode::Keyfile && is(KEYFILE_SECRET_KEYS, key))
+        // sudoers' `NOPASSWD:` tag says there is none.
+        !matches!(key, b"nopasswd" | b"nopassword")
+            && (is(SECRET_KEYS, key)
+                || SECRET_SUFFIXES.iter().any(|s| key.ends_with(s.as_bytes()))
+                || (mode == Mode::Keyfile && is(KEYFILE_SECRET_KEYS, key)))
     };
-    secret(norm) || memrchr(b'.', norm).is_some_and(|dot| secret(&norm[dot + 1..]))
+    let last = memrchr(b'.', norm).map_or(norm, |dot| &norm[dot + 1..]);
+    if !(secret(norm) || secret(last)) {
+        return KeyKind::No;
+    }
+    let path_or_secret = |key: &[u8]| {
+        is(PATH_OR_SECRET_KEYS, key)
+            || key.ends_with(b"-private-key")
+            || key.ends_with(b"-credentials")
+    };
+    if mode == Mode::Text && (path_or_secret(norm) || path_or_secret(last)) {
+        KeyKind::SecretUnlessPath
+    } else {
+        KeyKind::Secret
+    }
+}
+
+/// Whether a value names a file rather than holding a secret.
+fn is_path(value: &[u8]) -> bool {
+    value.starts_with(b"/")
+        || value.starts_with(b"~/")
+        || value.starts_with(b"./")
+        || value.starts_with(b"../")
+        || value.starts_with(b"file:")
+        || value.starts_with(b"$")
 }
 
 /// Whether a word of camel case starts at `key[i]`: an upper-case letter
@@ -157,8 +227,9 @@ fn key_kind(key: &[u8], mode: Mode) -> KeyKind {
         *n = lower(b);
     }
     let norm = &norm[..key.len()];
-    if is_secret(norm, mode) {
-        return KeyKind::Secret;
+    let kind = secret_kind(norm, mode);
+    if kind != KeyKind::No {
+        return kind;
     }
     if (1..key.len()).any(|i| starts_word(key, i)) {
         let mut camel = [0u8; 128];
@@ -171,8 +242,9 @@ fn key_kind(key: &[u8], mode: Mode) -> KeyKind {
             camel[n] = lower(b);
             n += 1;
         }
-        if is_secret(&camel[..n], mode) {
-            return KeyKind::Secret;
+        let kind = secret_kind(&camel[..n], mode);
+        if kind != KeyKind::No {
+            return kind;
         }
     }
     if norm == b"secret" {
@@ -185,51 +257,53 @@ fn key_kind(key: &[u8], mode: Mode) -> KeyKind {
 /// The value of the key that ends at `key_end`, if it is a secret key:
 /// `key=value`, `key: value` (headers, YAML, and mid-line in logs), `"key":
 /// "value"` (JSON, also with escaped quotes inside a log line) and
-/// `--key value` (a command line).
+/// `--key value` (a command line). Called once per word (the caller skips
+/// the key words inside one already seen), so walking back to the word's
+/// start examines each byte once.
 pub(super) fn key_value(
     buf: &[u8],
     key_end: usize,
     mode: Mode,
     open_end: bool,
+    cur: &mut Cursor,
     out: &mut Vec<Span>,
 ) {
     let mut key_start = key_end;
     while key_start > 0 && is_key_byte(buf[key_start - 1]) {
         key_start -= 1;
     }
+    cur.work += key_end - key_start + 1;
     let key = &buf[key_start..key_end];
     if key_start > 0 && buf[key_start - 1] == b'<' {
-        xml_element(buf, key_end, key_kind(key, mode), out);
+        xml_element(buf, key_end, key_kind(key, mode), cur, out);
         return;
     }
     // After the key: a closing quote (perhaps escaped), blanks, separator.
     // Checked first: most words found are no key at all.
     let mut sep = key_end;
-    let mut quoted_key = false;
-    if buf[sep..].starts_with(b"\\\"") {
-        quoted_key = true;
-        sep += 2;
-    } else if buf.get(sep) == Some(&b'"') {
-        quoted_key = true;
-        sep += 1;
+    // A closing quote escaped at any depth (`\"`, `\\\"`, …).
+    let escapes = escape_run(&buf[sep..]);
+    let quoted_key = buf.get(sep + escapes) == Some(&b'"');
+    if quoted_key {
+        sep += escapes + 1;
     }
     while sep < buf.len() && buf[sep] == b' ' {
         sep += 1;
     }
+    cur.work += sep - key_end;
     let is_separator = matches!(buf.get(sep), Some(b'=' | b':'));
     let is_flag = key.starts_with(b"-") && !quoted_key && sep == key_end + 1;
     if !(is_separator || is_flag) {
+        if key.eq_ignore_ascii_case(b"htpasswd") && sep == key_end + 1 {
+            htpasswd_password(buf, sep, open_end, cur, out);
+        }
         return;
     }
     let kind = key_kind(key, mode);
     if kind == KeyKind::No {
         return;
     }
-    let line = line_start(buf, key_start);
-    let message = line + message_start(&buf[line..key_start]);
-    let first_on_line = buf[message..key_start]
-        .iter()
-        .all(|b| matches!(b, b' ' | b'\t' | b'"' | b'\\'));
+    let first_on_line = cur.first_on_line(buf, key_start);
     // `secret` is a key in YAML (`secret: …` first on its line) and JSON,
     // with a scalar value (`"secret":{"secretName":…}` names an object).
     let bare_secret = kind == KeyKind::BareSecret;
@@ -246,8 +320,8 @@ pub(super) fn key_value(
     if !is_separator {
         // `--password PW`: a flag, one blank, a value that is no flag.
         if sep < buf.len() && !matches!(buf[sep], b'-' | b'\n' | b'\r') {
-            if let Some(span) = value_span(buf, sep, End::Word, open_end) {
-                out.push(span);
+            if let Some(span) = value_span(buf, sep, End::Word, open_end, cur) {
+                push_unless_path(buf, span, kind, out);
             }
         }
         return;
@@ -272,35 +346,95 @@ pub(super) fn key_value(
     while v < buf.len() && matches!(buf[v], b' ' | b'\t') {
         v += 1;
     }
-    if let Some(span) = value_span(buf, v, end, open_end) {
-        out.push(span);
+    cur.work += v - sep;
+    if let Some(span) = value_span(buf, v, end, open_end, cur) {
+        push_unless_path(buf, span, kind, out);
+    }
+}
+
+fn push_unless_path(buf: &[u8], span: Span, kind: KeyKind, out: &mut Vec<Span>) {
+    if kind == KeyKind::SecretUnlessPath && is_path(&buf[span.start..span.end]) {
+        return;
+    }
+    out.push(span);
+}
+
+/// Backslashes at the start of `rest`, up to a depth of escaping no log
+/// nests further (a quote escaped four times over is 15 of them).
+fn escape_run(rest: &[u8]) -> usize {
+    rest.iter().take(16).take_while(|&&b| b == b'\\').count()
+}
+
+/// `htpasswd -b[…] [FILE] USER PW` (`-n` without FILE): the password given
+/// on the command line, after the flag at `at`.
+fn htpasswd_password(buf: &[u8], at: usize, open_end: bool, cur: &mut Cursor, out: &mut Vec<Span>) {
+    let eol = cur.line_end(buf, at);
+    let mut words = Vec::with_capacity(4);
+    let mut i = at;
+    // The flag, then at most three words: all on one line.
+    while words.len() < 4 && i < eol {
+        while i < eol && buf[i] == b' ' {
+            i += 1;
+        }
+        let start = i;
+        while i < eol && !buf[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i > start {
+            words.push(start);
+        }
+    }
+    cur.work += i - at + 1;
+    let Some(&flag) = words.first() else {
+        return;
+    };
+    let flags = &buf[flag..];
+    let flags = &flags[..flags
+        .iter()
+        .position(u8::is_ascii_whitespace)
+        .unwrap_or(flags.len())];
+    if !flags.starts_with(b"-") || !flags.contains(&b'b') {
+        return;
+    }
+    let password = if flags.contains(&b'n') { 2 } else { 3 };
+    if let Some(&v) = words.get(password) {
+        if let Some(span) = value_span(buf, v, End::Word, open_end, cur) {
+            out.push(span);
+        }
     }
 }
 
 /// The content of `<key>…</key>` (or `<key attr=…>…</key>`) on one line,
 /// `key_end` being the end of the element's name. Without its closing tag
 /// it is no element but a placeholder (`--password <password> quay.io`).
-fn xml_element(buf: &[u8], key_end: usize, kind: KeyKind, out: &mut Vec<Span>) {
+fn xml_element(buf: &[u8], key_end: usize, kind: KeyKind, cur: &mut Cursor, out: &mut Vec<Span>) {
     if kind == KeyKind::No {
         return;
     }
-    let eol = line_end(buf, key_end);
-    let Some(close) = buf[key_end..eol].iter().position(|&b| b == b'>') else {
+    let eol = cur.line_end(buf, key_end);
+    let Some(close) = cur
+        .next(buf, key_end, Needle::TagEnd)
+        .filter(|&at| at < eol)
+    else {
         return;
     };
-    let attributes = &buf[key_end..key_end + close];
+    let attributes = &buf[key_end..close];
     if attributes.ends_with(b"/") || attributes.first().is_some_and(|b| !b.is_ascii_whitespace()) {
         return; // `<password/>`
     }
-    let start = key_end + close + 1;
-    let Some(len) = memmem::find(&buf[start..eol], b"</") else {
+    let start = close + 1;
+    let Some(end) = cur
+        .next(buf, start, Needle::CloseTag)
+        .filter(|&at| at <= eol)
+    else {
         return;
     };
-    let value = &buf[start..start + len];
+    let value = &buf[start..end];
     if value.iter().all(u8::is_ascii_whitespace) || value.contains(&b'<') || value == MARKER {
         return;
     }
-    out.push(Span::new(start, start + len));
+    cur.work += end - start;
+    out.push(Span::new(start, end));
 }
 
 /// Where an unquoted value ends.
@@ -314,8 +448,20 @@ pub(super) enum End {
     LineOrQuote,
 }
 
-/// The extent of the value starting at `v`.
-pub(super) fn value_span(buf: &[u8], v: usize, end_at: End, open_end: bool) -> Option<Span> {
+/// The extent of the value starting at `v`. Each search is bounded by the
+/// next value of the same kind: an unquoted value ends at the next blank or
+/// punctuation ([`Needle::WordEnd`], remembered by the cursor); a quoted
+/// one at its quote, and the opening quote of any later value of the same
+/// quote stands after a separator or a blank, never after a backslash, so
+/// the scan of an earlier one stops there; an object is measured once
+/// (nested ones are inside it).
+pub(super) fn value_span(
+    buf: &[u8],
+    v: usize,
+    end_at: End,
+    open_end: bool,
+    cur: &mut Cursor,
+) -> Option<Span> {
     let rest = &buf[v..];
     let span = |start: usize, end: usize, quoted: bool, open: bool| {
         (end > start && &buf[start..end] != MARKER).then_some(Span {
@@ -327,12 +473,24 @@ pub(super) fn value_span(buf: &[u8], v: usize, end_at: End, open_end: bool) -> O
     if rest.is_empty() {
         return None;
     }
-    // A JSON string, escaped inside a log line or plain.
-    if let Some(after) = rest.strip_prefix(b"\\\"") {
-        let start = v + 2;
-        return match memmem::find(after, b"\\\"") {
-            Some(len) => span(start, start + len, false, false),
-            None => span(start, line_end(buf, start), false, open_end),
+    // A JSON string escaped inside a log line (at any depth: a JSON
+    // document in a string of a JSON log line is `\\\"…\\\"`), or plain.
+    let escapes = escape_run(rest);
+    if escapes > 0 && rest.get(escapes) == Some(&b'"') {
+        let start = v + escapes + 1;
+        let eol = cur.line_end(buf, start);
+        let close = if escapes == 1 {
+            cur.next(buf, start, Needle::EscapedQuote)
+        } else {
+            // The next value escaped as deep opens with the same run, so
+            // the searches at one depth never overlap.
+            let found = memmem::find(&buf[start..eol], &rest[..=escapes]);
+            cur.work += found.unwrap_or(eol - start) + 1;
+            found.map(|i| start + i)
+        };
+        return match close {
+            Some(end) if end <= eol => span(start, end, false, false),
+            _ => span(start, eol, false, open_end),
         };
     }
     if rest[0] == b'"' || rest[0] == b'\'' {
@@ -342,6 +500,7 @@ pub(super) fn value_span(buf: &[u8], v: usize, end_at: End, open_end: bool) -> O
         while i < buf.len() && buf[i] != quote && buf[i] != b'\n' {
             i += if buf[i] == b'\\' { 2 } else { 1 };
         }
+        cur.work += i - v;
         let i = i.min(buf.len());
         let open = i >= buf.len() && open_end;
         return span(start, i, false, open);
@@ -349,39 +508,38 @@ pub(super) fn value_span(buf: &[u8], v: usize, end_at: End, open_end: bool) -> O
     if rest[0] == b'{' {
         // `"auths": {...}`: the whole object, when it closes on this line;
         // otherwise its inner `"auth"` values are found one by one.
-        return balanced_object(buf, v).and_then(|end| span(v, end, true, false));
+        if v < cur.objects_until {
+            return None;
+        }
+        let end = balanced_object(buf, v, cur);
+        return end.and_then(|end| span(v, end, true, false));
     }
     if rest[0] == b'\n' || rest[0] == b'\r' {
         return None;
     }
-    let eol = line_end(buf, v);
+    let eol = cur.line_end(buf, v);
     let end = match end_at {
         End::Line => eol,
-        End::LineOrQuote => buf[v..eol]
-            .iter()
-            .position(|&b| matches!(b, b'"' | b'\''))
-            .map_or(eol, |i| v + i),
-        End::Word => rest
-            .iter()
-            .position(|&b| {
-                b.is_ascii_whitespace()
-                    || matches!(b, b'"' | b'\'' | b',' | b';' | b'&' | b'}' | b')')
-            })
-            .map_or(buf.len(), |i| v + i),
+        End::LineOrQuote => cur
+            .next(buf, v, Needle::Quote)
+            .map_or(eol, |at| at.min(eol)),
+        End::Word => cur.next(buf, v, Needle::WordEnd).unwrap_or(buf.len()),
     };
     span(v, end, false, end == buf.len() && open_end)
 }
 
 /// End (exclusive) of the JSON object starting at `start`, if it closes
-/// before the end of the line.
-fn balanced_object(buf: &[u8], start: usize) -> Option<usize> {
+/// before the end of the line. Either way no object starting before where
+/// the scan stopped is measured again.
+fn balanced_object(buf: &[u8], start: usize, cur: &mut Cursor) -> Option<usize> {
     let mut depth = 0usize;
     let mut in_string = false;
     let mut i = start;
+    let mut end = None;
     while i < buf.len() {
         let b = buf[i];
         if b == b'\n' {
-            return None;
+            break;
         }
         if in_string {
             if b == b'\\' {
@@ -396,12 +554,15 @@ fn balanced_object(buf: &[u8], start: usize) -> Option<usize> {
         } else if b == b'}' {
             depth -= 1;
             if depth == 0 {
-                return Some(i + 1);
+                end = Some(i + 1);
+                break;
             }
         }
         i += 1;
     }
-    None
+    cur.work += i - start + 1;
+    cur.objects_until = i.max(start + 1);
+    end
 }
 
 #[cfg(test)]

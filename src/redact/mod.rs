@@ -59,11 +59,17 @@ use literals::Engine;
 
 pub use keys::Mode;
 pub use literals::MIN_FRAGMENT;
+pub use scan::Work;
 pub use span::MARKER;
 pub(crate) use stream::StreamRedactor;
 
 mod anchors;
+#[doc(hidden)]
+pub mod catalogue;
+mod cursor;
 mod forms;
+#[doc(hidden)]
+pub mod hostile;
 mod keys;
 mod literals;
 mod scan;

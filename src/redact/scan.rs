@@ -3,16 +3,32 @@
 //! forms. Their spans are merged so that no part of two overlapping secrets
 //! survives, and a line leaves the next what it needs to know (inside a PEM
 //! body, inside a keyfile secrets section).
+//!
+//! Linear by construction: the anchors are found in one vectorised pass;
+//! each anchor costs a bounded amount of work plus searches that the
+//! [`Cursor`] answers once per stretch of the buffer; the key words inside a
+//! word already looked at are skipped. Bounded in memory: a span inside the
+//! one before it is folded into it as it is found, and a line on which the
+//! shapes find more than [`MAX_SPANS_PER_LINE`] secrets is replaced whole
+//! from its first one on (one redaction in the count), its other anchors
+//! skipped.
 
 use memchr::memchr;
 
 use super::anchors::{Anchor, Anchors};
+use super::cursor::Cursor;
 use super::keys::{key_value, value_span, word_len, End, Mode};
 use super::literals::{literal_forms, Engine};
 use super::shapes::{
-    bearer_token, ipmitool_password, pem_block, pem_end, short_password_flag, url_credentials,
+    aws_key_id, bearer_token, ldap_password, openshift_token, pem_block, pem_end,
+    short_password_flag, tool_password, url_credentials, user_flag, Tool,
 };
 use super::span::Span;
+
+/// Secrets the shapes may find on one line before the rest of it, from the
+/// first, is replaced whole: a line of real secrets holds a handful, a line
+/// holding thousands is made to cost memory.
+pub(super) const MAX_SPANS_PER_LINE: usize = 128;
 
 /// What one line leaves for the next.
 #[derive(Debug, Clone, Copy, Default)]
@@ -21,6 +37,44 @@ pub(super) struct LineState {
     pub(super) in_pem: bool,
     /// Inside a keyfile `[…-secrets]` section.
     pub(super) secret_section: bool,
+}
+
+/// What a scan cost: bytes examined by every finder, and the most spans
+/// held at once. Both are at most a constant times the bytes scanned; the
+/// hostile-input tests hold them to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    pub examined: usize,
+    pub peak_spans: usize,
+}
+
+/// The line the anchors are on, and what its shapes found so far.
+struct LineSpans {
+    /// Where the line ends (its newline, or the buffer's end).
+    end: usize,
+    /// Index in `found` of this line's first span.
+    first: usize,
+    /// Replaced whole: the index of that span.
+    whole: Option<usize>,
+}
+
+/// Folds the spans pushed since `from` that lie inside the one before them
+/// into it (a value found again from a key nested in it).
+fn absorb(found: &mut Vec<Span>, from: usize) {
+    let mut keep = from;
+    for i in from..found.len() {
+        let span = found[i];
+        match keep.checked_sub(1).map(|k| found[k]) {
+            Some(last) if span.start >= last.start && span.end <= last.end => {
+                found[keep - 1].counted |= span.counted;
+            }
+            _ => {
+                found[keep] = span;
+                keep += 1;
+            }
+        }
+    }
+    found.truncate(keep);
 }
 
 /// Finds every secret in `buf[block.0..block.1]`, the rest of `buf` being
@@ -36,14 +90,16 @@ pub(super) fn scan(
     state: &mut LineState,
     open_end: bool,
     spans: &mut Vec<Span>,
-) {
+) -> Work {
     let (from, to) = block;
     let mut found: Vec<Span> = Vec::new();
+    let mut cur = Cursor::default();
+    let mut peak = 0;
     // Whether a PEM body goes on past the block.
     let mut pem_open = false;
     if state.in_pem {
         // The body of a key begun in an earlier block.
-        let end = pem_end(buf, from);
+        let end = pem_end(buf, from, &mut cur);
         pem_open = end.is_none_or(|end| end > to);
         found.push(Span {
             counted: false,
@@ -53,42 +109,124 @@ pub(super) fn scan(
     }
     if mode == Mode::Keyfile && state.secret_section {
         if let Some(eq) = memchr(b'=', buf) {
-            if let Some(span) = value_span(buf, eq + 1, End::Line, open_end) {
+            if let Some(span) = value_span(buf, eq + 1, End::Line, open_end, &mut cur) {
                 found.push(span);
             }
         }
     }
-    let mut last_key_end = usize::MAX;
+    // The key words inside a word already looked at are skipped: the word,
+    // and so the key, is the same.
+    let mut words_until = 0;
+    let mut line = LineSpans {
+        end: 0,
+        first: found.len(),
+        whole: None,
+    };
     for (anchor, start) in Anchors::get().find_iter(buf) {
-        match anchor {
-            Anchor::KeyWord => {
-                let key_end = start + word_len(&buf[start..]);
-                if key_end != last_key_end {
-                    last_key_end = key_end;
-                    key_value(buf, key_end, mode, open_end, &mut found);
+        cur.work += 1;
+        if start > line.end || line.end == 0 {
+            peak = peak.max(found.len());
+            line = LineSpans {
+                end: cur.line_bounds(buf, start).1,
+                first: found.len(),
+                whole: None,
+            };
+        }
+        if let Some(whole) = line.whole {
+            // Only a PEM block can take the replacement past the line.
+            if anchor == Anchor::PemBegin && (from..to).contains(&start) {
+                if let Some(span) = pem_block(buf, start, &mut cur) {
+                    let whole = &mut found[whole];
+                    if span.end > whole.end {
+                        pem_open |= span.open || span.end > to;
+                        whole.end = span.end;
+                        whole.open = span.open;
+                    }
                 }
             }
-            Anchor::Url => url_credentials(buf, start, open_end, &mut found),
-            Anchor::Bearer => bearer_token(buf, start, open_end, &mut found),
+            continue;
+        }
+        let before = found.len();
+        let mut overflow = false;
+        match anchor {
+            Anchor::KeyWord => {
+                if start < words_until {
+                    continue;
+                }
+                let key_end = start + word_len(&buf[start..]);
+                cur.work += key_end - start;
+                words_until = key_end;
+                key_value(buf, key_end, mode, open_end, &mut cur, &mut found);
+            }
+            Anchor::Url => url_credentials(buf, start, open_end, &mut cur, &mut found),
+            Anchor::Bearer => bearer_token(buf, start, open_end, &mut cur, &mut found),
             // One begun before the block was handled with its line.
             Anchor::PemBegin if (from..to).contains(&start) => {
-                if let Some(span) = pem_block(buf, start) {
+                if let Some(span) = pem_block(buf, start, &mut cur) {
                     pem_open |= span.open || span.end > to;
                     found.push(span);
                 }
             }
             Anchor::PemBegin => {}
-            Anchor::ShortPasswordFlag => short_password_flag(buf, start, open_end, &mut found),
-            Anchor::Ipmitool => ipmitool_password(buf, start, open_end, &mut found),
+            Anchor::ShortPasswordFlag => {
+                short_password_flag(buf, start, open_end, &mut cur, &mut found);
+            }
+            Anchor::Ipmitool | Anchor::Mysql => {
+                let tool = if anchor == Anchor::Mysql {
+                    Tool::Mysql
+                } else {
+                    Tool::Ipmitool
+                };
+                let limit = MAX_SPANS_PER_LINE - (found.len() - line.first);
+                overflow = tool_password(buf, start, tool, open_end, limit, &mut cur, &mut found);
+            }
+            Anchor::UserFlag => user_flag(buf, start, open_end, &mut cur, &mut found),
+            Anchor::LdapPassword => ldap_password(buf, start, open_end, &mut cur, &mut found),
+            Anchor::AwsKeyId => aws_key_id(buf, start, &mut cur, &mut found),
+            Anchor::OpenshiftToken => openshift_token(buf, start, &mut cur, &mut found),
+        }
+        absorb(&mut found, before);
+        if overflow || found.len() - line.first > MAX_SPANS_PER_LINE {
+            // From the line's first secret to its end (or the end of the
+            // furthest span found on it: a PEM body), as one.
+            let mine = &found[line.first..];
+            let start = mine.iter().map(|s| s.start).min().unwrap_or(start);
+            let end = mine.iter().map(|s| s.end).max().unwrap_or(line.end);
+            let open = mine.iter().any(|s| s.open && s.end == end);
+            let raw_end = if line.end > 0 && buf.get(line.end - 1) == Some(&b'\r') {
+                line.end - 1
+            } else {
+                line.end
+            };
+            peak = peak.max(found.len());
+            found.truncate(line.first);
+            found.push(Span {
+                open: open || (open_end && line.end == buf.len()),
+                ..Span::new(start, end.max(raw_end))
+            });
+            line.whole = Some(found.len() - 1);
         }
     }
+    peak = peak.max(found.len());
     if let Some(automaton) = &engine.short {
-        // Short forms count whole only.
+        // Short forms count whole only; overlapping hits of one form are
+        // merged as they come.
+        let first = found.len();
         for hit in automaton.find_overlapping_iter(buf) {
-            found.push(Span::new(hit.start(), hit.end()));
+            let span = Span::new(hit.start(), hit.end());
+            let mine = found.len() > first;
+            match found.last_mut() {
+                Some(last) if mine && span.start < last.end && span.end >= last.end => {
+                    last.end = span.end;
+                }
+                _ => found.push(span),
+            }
         }
+        cur.work += buf.len();
     }
     literal_forms(engine, buf, &mut found);
+    cur.work += buf.len();
+    peak = peak.max(found.len());
 
     state.in_pem = pem_open;
 
@@ -113,6 +251,10 @@ pub(super) fn scan(
             }
             _ => spans.push(span),
         }
+    }
+    Work {
+        examined: cur.work + buf.len(),
+        peak_spans: peak,
     }
 }
 

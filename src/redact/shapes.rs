@@ -6,9 +6,10 @@
 
 use memchr::memmem;
 
+use super::cursor::{Cursor, Needle};
 use super::forms::MIN_SECRET_LEN;
 use super::keys::{value_span, End};
-use super::span::{line_end, Span, MARKER};
+use super::span::{Span, MARKER};
 
 /// Bearer tokens shorter than this and made of letters only are ordinary
 /// words ("bearer authentication").
@@ -18,7 +19,14 @@ const MIN_BEARER_WORD: usize = 16;
 /// lone token used as user name) is replaced, the user name kept. The user
 /// information ends at the last `@` of the authority, as curl and the
 /// proxies read it: a password may hold an `@` (`p@ss`).
-pub(super) fn url_credentials(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
+/// The scan stops at a `/`, so it never runs into the next URL's `://`.
+pub(super) fn url_credentials(
+    buf: &[u8],
+    at: usize,
+    open_end: bool,
+    cur: &mut Cursor,
+    out: &mut Vec<Span>,
+) {
     let start = at + 3;
     let mut i = start;
     let mut colon = None;
@@ -37,6 +45,7 @@ pub(super) fn url_credentials(buf: &[u8], at: usize, open_end: bool, out: &mut V
         }
         i += 1;
     }
+    cur.work += i - start + 1;
     // The user's colon, not the port's.
     let colon = colon.filter(|&c| last_at.is_some_and(|a| c < a));
     if i >= buf.len() && open_end {
@@ -64,8 +73,15 @@ fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'=')
 }
 
-/// `Bearer <token>` at `at` (also outside an `Authorization:` header).
-pub(super) fn bearer_token(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
+/// `Bearer <token>` at `at` (also outside an `Authorization:` header). The
+/// token ends at a blank, so it never runs into the next `bearer `.
+pub(super) fn bearer_token(
+    buf: &[u8],
+    at: usize,
+    open_end: bool,
+    cur: &mut Cursor,
+    out: &mut Vec<Span>,
+) {
     let mut start = at + b"bearer".len();
     if start >= buf.len() || buf[start] != b' ' {
         return;
@@ -77,6 +93,7 @@ pub(super) fn bearer_token(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<
         .iter()
         .position(|&b| !is_token_byte(b))
         .unwrap_or(buf.len() - start);
+    cur.work += start - at + len;
     let token = &buf[start..start + len];
     let wordlike = token.iter().all(u8::is_ascii_alphabetic) && len < MIN_BEARER_WORD;
     if len < MIN_SECRET_LEN || wordlike || token == MARKER {
@@ -92,13 +109,16 @@ pub(super) fn bearer_token(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<
 /// after the header to the `-----END` line (a key pasted in a JSON string
 /// with `\n` escapes ends on the same line). Open when the end is not in
 /// `buf`: the block goes on in the next one.
-pub(super) fn pem_block(buf: &[u8], at: usize) -> Option<Span> {
-    let eol = line_end(buf, at);
-    let header_len = memmem::find(&buf[at + 10..eol], b"-----")? + 15;
+pub(super) fn pem_block(buf: &[u8], at: usize, cur: &mut Cursor) -> Option<Span> {
+    let eol = cur.line_end(buf, at);
+    // The header's closing dashes come before the next `-----BEGIN`.
+    let dashes = memmem::find(&buf[at + 10..eol], b"-----");
+    cur.work += dashes.unwrap_or(eol - at - 10) + 1;
+    let header_len = dashes? + 15;
     let header = &buf[at..at + header_len];
     memmem::find(header, b"PRIVATE KEY")?;
     let body = at + header_len;
-    let end = pem_end(buf, body);
+    let end = pem_end(buf, body, cur);
     Some(Span {
         open: end.is_none(),
         ..Span::new(body, end.unwrap_or(buf.len()))
@@ -106,14 +126,20 @@ pub(super) fn pem_block(buf: &[u8], at: usize) -> Option<Span> {
 }
 
 /// Where the `-----END` marker of a PEM block is, searching from `from`.
-pub(super) fn pem_end(buf: &[u8], from: usize) -> Option<usize> {
-    memmem::find(&buf[from..], b"-----END").map(|i| from + i)
+pub(super) fn pem_end(buf: &[u8], from: usize, cur: &mut Cursor) -> Option<usize> {
+    cur.next(buf, from, Needle::PemEnd)
 }
 
 /// `-p PW` in a command line (`podman login -u user -p PW`, `mysql -p PW`,
 /// `sshpass -p PW`). Not a path (`mkdir -p /var/lib/x`), a port or a port
 /// mapping (`ssh -p 22`, `podman run -p 8080:80`), a variable or a flag.
-pub(super) fn short_password_flag(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
+pub(super) fn short_password_flag(
+    buf: &[u8],
+    at: usize,
+    open_end: bool,
+    cur: &mut Cursor,
+    out: &mut Vec<Span>,
+) {
     if at > 0 && !matches!(buf[at - 1], b' ' | b'\t' | b'"' | b'\'') {
         return;
     }
@@ -131,44 +157,184 @@ pub(super) fn short_password_flag(buf: &[u8], at: usize, open_end: bool, out: &m
         return;
     }
     let word = &buf[v..];
+    // The word ends at a blank, before the next `-p `.
     let len = word
         .iter()
         .position(u8::is_ascii_whitespace)
         .unwrap_or(word.len());
+    cur.work += len + 1;
     if word[..len]
         .iter()
         .all(|b| b.is_ascii_digit() || matches!(b, b':' | b'.' | b'/' | b'-'))
     {
         return;
     }
-    if let Some(span) = value_span(buf, v, End::Word, open_end) {
+    if let Some(span) = value_span(buf, v, End::Word, open_end, cur) {
         out.push(span);
     }
 }
 
-/// `-P PW` (or `-PPW`) on an `ipmitool` command line whose name starts at
-/// `at`: its BMC password. Elsewhere `-P` is a port, a Perl regex, a flag.
-pub(super) fn ipmitool_password(buf: &[u8], at: usize, open_end: bool, out: &mut Vec<Span>) {
-    let eol = line_end(buf, at);
+/// A tool whose password is given by a short flag on its command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tool {
+    /// `ipmitool … -P PW` (or `-PPW`): its BMC password. Elsewhere `-P` is
+    /// a port, a Perl regex, a flag.
+    Ipmitool,
+    /// `mysql … -pPW` (`mysqldump`, `mysqladmin` too): only attached, as
+    /// `-p db` names a database and prompts for the password.
+    Mysql,
+}
+
+/// The password flags of a `tool` command line whose name starts at `at`.
+/// The rest of the line is searched once, whatever the number of the
+/// tool's names on it: the flags after a later one were found from the
+/// first. More than `limit` passwords: the search stops and says so (the
+/// caller replaces the line whole).
+pub(super) fn tool_password(
+    buf: &[u8],
+    at: usize,
+    tool: Tool,
+    open_end: bool,
+    limit: usize,
+    cur: &mut Cursor,
+    out: &mut Vec<Span>,
+) -> bool {
+    let (name, flag_bytes, searched): (&[u8], &[u8], usize) = match tool {
+        Tool::Ipmitool => (b"ipmitool", b"-P", cur.ipmitool_searched),
+        Tool::Mysql => (b"mysql", b"-p", cur.mysql_searched),
+    };
+    let eol = cur.line_end(buf, at);
     let line = &buf[..eol];
-    let mut from = at + b"ipmitool".len();
-    while let Some(i) = memmem::find(&line[from..], b"-P") {
+    let mut from = (at + name.len()).max(searched);
+    let mut found = 0;
+    let mut overflow = false;
+    while let Some(i) = memmem::find(&line[from.min(eol)..], flag_bytes) {
         let flag = from + i;
+        cur.work += i + 2;
         from = flag + 2;
         if !matches!(line[flag - 1], b' ' | b'\t' | b'"' | b'\'') {
             continue;
         }
         let mut v = flag + 2;
-        while v < eol && line[v] == b' ' {
-            v += 1;
+        if tool == Tool::Ipmitool {
+            while v < eol && line[v] == b' ' {
+                v += 1;
+            }
         }
-        if v >= eol || (v == flag + 2 && line[v].is_ascii_whitespace()) || line[v] == b'-' {
+        cur.work += v - flag;
+        if v >= eol || line[v].is_ascii_whitespace() || line[v] == b'-' {
             continue;
         }
-        if let Some(span) = value_span(buf, v, End::Word, open_end) {
+        if let Some(span) = value_span(buf, v, End::Word, open_end, cur) {
             from = span.end.max(from);
             out.push(span);
+            found += 1;
+            if found > limit {
+                overflow = true;
+                break;
+            }
         }
+    }
+    cur.work += eol.saturating_sub(from);
+    match tool {
+        Tool::Ipmitool => cur.ipmitool_searched = cur.ipmitool_searched.max(eol),
+        Tool::Mysql => cur.mysql_searched = cur.mysql_searched.max(eol),
+    }
+    overflow
+}
+
+/// `-u USER:PW` and `--user USER:PW` (`--user=…`) at `at`: curl's and
+/// wget's credentials, the password after the first colon. A user alone
+/// (`podman login -u bob`) or a `UID:GID` (`podman run -u 0:0`) is kept.
+pub(super) fn user_flag(
+    buf: &[u8],
+    at: usize,
+    open_end: bool,
+    cur: &mut Cursor,
+    out: &mut Vec<Span>,
+) {
+    if at > 0 && !matches!(buf[at - 1], b' ' | b'\t' | b'"' | b'\'') {
+        return;
+    }
+    let v = if buf[at + 1] == b'u' {
+        at + 3
+    } else {
+        match buf.get(at + 6) {
+            Some(b' ' | b'=') => at + 7,
+            _ => return,
+        }
+    };
+    let Some(span) = value_span(buf, v, End::Word, open_end, cur) else {
+        return;
+    };
+    let value = &buf[span.start..span.end];
+    cur.work += value.len() + 1;
+    let Some(colon) = memchr::memchr(b':', value) else {
+        return;
+    };
+    if value.iter().all(|b| b.is_ascii_digit() || *b == b':') {
+        return;
+    }
+    if span.start + colon + 1 < span.end || span.open {
+        out.push(Span {
+            start: span.start + colon + 1,
+            ..span
+        });
+    }
+}
+
+/// `-w PW` at `at` on the command line of an LDAP client (`ldapsearch`,
+/// `ldapmodify`, …): its bind password. Elsewhere `-w` is a word match, a
+/// wait, a width.
+pub(super) fn ldap_password(
+    buf: &[u8],
+    at: usize,
+    open_end: bool,
+    cur: &mut Cursor,
+    out: &mut Vec<Span>,
+) {
+    if at == 0 || !matches!(buf[at - 1], b' ' | b'\t' | b'"' | b'\'') {
+        return;
+    }
+    let v = at + 3;
+    if matches!(buf.get(v), None | Some(b'-' | b' ' | b'\n' | b'\r')) || !cur.ldap_before(buf, at) {
+        return;
+    }
+    if let Some(span) = value_span(buf, v, End::Word, open_end, cur) {
+        out.push(span);
+    }
+}
+
+/// An OpenShift OAuth access token (`sha256~` and 43 of `A-Za-z0-9_-`) at
+/// `at`, as a word (`oc whoami -t`, a kubeconfig). Image digests are
+/// `sha256:`.
+pub(super) fn openshift_token(buf: &[u8], at: usize, cur: &mut Cursor, out: &mut Vec<Span>) {
+    const LEN: usize = 7 + 43;
+    cur.work += LEN;
+    let token_byte = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+    let Some(token) = buf.get(at + 7..at + LEN) else {
+        return;
+    };
+    if token.iter().all(token_byte) && !buf.get(at + LEN).is_some_and(token_byte) {
+        out.push(Span::new(at, at + LEN));
+    }
+}
+
+/// An AWS access key id (`AKIA` and 16 of `A-Z2-7`) at `at`, as a word.
+pub(super) fn aws_key_id(buf: &[u8], at: usize, cur: &mut Cursor, out: &mut Vec<Span>) {
+    const LEN: usize = 20;
+    cur.work += LEN;
+    let Some(id) = buf.get(at..at + LEN) else {
+        return;
+    };
+    let word = |b: Option<&u8>| b.is_some_and(u8::is_ascii_alphanumeric);
+    if id[4..]
+        .iter()
+        .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(b))
+        && !word(at.checked_sub(1).and_then(|i| buf.get(i)))
+        && !word(buf.get(at + LEN))
+    {
+        out.push(Span::new(at, at + LEN));
     }
 }
 
@@ -334,5 +500,29 @@ mod tests {
         // A block that never ends: everything after its header goes.
         let (out, _) = redact(&r, "-----BEGIN PRIVATE KEY-----\nAAAA\nBBBB\n");
         assert_eq!(out, "-----BEGIN PRIVATE KEY-----[REDACTED]");
+    }
+
+    #[test]
+    fn catalogue_shapes_are_redacted() {
+        let r = Redactor::default();
+        for (name, line) in crate::redact::catalogue::CATALOGUE {
+            let (out, n) = redact(&r, line);
+            assert!(!out.contains("PLANTED"), "{name}: {out}");
+            assert!(n >= 1, "{name}");
+        }
+        // What names them, and their look-alikes, stay.
+        for text in [
+            "podman login -u bob -p [REDACTED] quay.io",
+            "podman run -u 0:0 img",
+            "grep -w word /var/log/messages",
+            "private_key = /etc/pki/tls/private/x.key",
+            "credentials: ~/.aws/credentials",
+            "%wheel ALL=(ALL) NOPASSWD: ALL",
+            "AKIAlowercase12345678 is no key id",
+        ] {
+            assert_eq!(redact(&r, text), (text.to_owned(), 0), "{text}");
+        }
+        let (out, _) = redact(&r, "curl -u admin:PLANTED https://x");
+        assert_eq!(out, "curl -u admin:[REDACTED] https://x");
     }
 }

@@ -2,7 +2,7 @@
 //! its place in shipped content ([`MARKER`]), and the line positions the
 //! finders measure values by.
 
-use memchr::{memchr, memrchr};
+use memchr::memrchr;
 
 /// What replaces a secret in shipped content.
 pub const MARKER: &[u8] = b"[REDACTED]";
@@ -62,14 +62,5 @@ pub(super) fn message_start(line: &[u8]) -> usize {
         after(3)
     } else {
         0
-    }
-}
-
-pub(super) fn line_end(buf: &[u8], at: usize) -> usize {
-    let end = memchr(b'\n', &buf[at..]).map_or(buf.len(), |i| at + i);
-    if end > at && buf[end - 1] == b'\r' {
-        end - 1
-    } else {
-        end
     }
 }

@@ -11,7 +11,7 @@ use memchr::{memchr, memrchr};
 
 use super::keys::Mode;
 use super::literals::Engine;
-use super::scan::{scan, LineState};
+use super::scan::{scan, LineState, Work};
 use super::span::{line_start, Span, MARKER};
 
 /// Longest incomplete line held back before it is cut.
@@ -40,6 +40,7 @@ pub struct StreamRedactor {
     count: usize,
     spans: Vec<Span>,
     hold: usize,
+    work: Work,
 }
 
 impl StreamRedactor {
@@ -57,6 +58,7 @@ impl StreamRedactor {
             count: 0,
             spans: Vec::new(),
             hold,
+            work: Work::default(),
         }
     }
 
@@ -83,9 +85,14 @@ impl StreamRedactor {
     }
 
     /// Flushes the last lines; returns the redaction count.
-    pub fn finish(mut self, sink: &mut dyn FnMut(&[u8])) -> usize {
+    pub fn finish(self, sink: &mut dyn FnMut(&[u8])) -> usize {
+        self.finish_with_work(sink).0
+    }
+
+    /// [`StreamRedactor::finish`], with what the finders cost in all.
+    pub fn finish_with_work(mut self, sink: &mut dyn FnMut(&[u8])) -> (usize, Work) {
         self.drain(true, sink);
-        self.count
+        (self.count, self.work)
     }
 
     fn drain(&mut self, last: bool, sink: &mut dyn FnMut(&[u8])) {
@@ -162,7 +169,7 @@ impl StreamRedactor {
                     self.state.secret_section = section.ends_with(b"-secrets");
                 }
                 self.spans.clear();
-                scan(
+                let work = scan(
                     &self.engine,
                     line,
                     (0, line.len()),
@@ -171,6 +178,8 @@ impl StreamRedactor {
                     false,
                     &mut self.spans,
                 );
+                self.work.examined += work.examined;
+                self.work.peak_spans = self.work.peak_spans.max(work.peak_spans);
                 self.count += emit_with_spans(line, &self.spans, sink);
                 start = end;
             }
@@ -183,7 +192,7 @@ impl StreamRedactor {
         let start = context_start(&self.pending, from);
         let end = memchr(b'\n', &self.pending[to..]).map_or(to, |i| to + i + 1);
         let context = &self.pending[start..end];
-        scan(
+        let work = scan(
             &self.engine,
             context,
             (from - start, to - start),
@@ -192,6 +201,8 @@ impl StreamRedactor {
             false,
             &mut self.spans,
         );
+        self.work.examined += work.examined;
+        self.work.peak_spans = self.work.peak_spans.max(work.peak_spans);
         self.count += emit_with_spans(&self.pending[from..to], &self.spans, sink);
     }
 
@@ -201,7 +212,7 @@ impl StreamRedactor {
         let buf = &self.pending[offset..];
         self.spans.clear();
         let mut state = self.state;
-        scan(
+        let work = scan(
             &self.engine,
             buf,
             (0, buf.len()),
@@ -210,6 +221,8 @@ impl StreamRedactor {
             true,
             &mut self.spans,
         );
+        self.work.examined += work.examined;
+        self.work.peak_spans = self.work.peak_spans.max(work.peak_spans);
         let mut cut = buf.len() - self.hold;
         let crossing = self.spans.iter().position(|s| s.start < cut && s.end > cut);
         if let Some(i) = crossing {

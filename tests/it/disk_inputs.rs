@@ -472,3 +472,180 @@ async fn the_last_bundle_gets_the_stated_grace_when_the_budget_ends() {
     sc.assert_cleaned_up("budget spent");
     sc.final_checks(Some(&base)).await;
 }
+
+// ---------------------------------------------------------------------------
+// Issue 36 (1, 2, 5): hostile journal lines under the unit's memory limit
+
+/// The unit's `MemoryMax=`: above it systemd kills the agent.
+const MEMORY_MAX: u64 = 256 << 20;
+/// journald's default `LineMax`: the longest line a local process can put
+/// in the journal in one piece.
+const LINE_MAX: usize = 48 * 1024;
+/// The newest line of the journal: the one that says why the boot failed.
+const LAST_LINE: &str = "the newest line of the hostile journal";
+
+/// A journal of plain lines of about `size` bytes in all, with the hostile
+/// lines among them when `hostile`: the redactor's worst (the issue's 48
+/// KiB line of `ipmitool -P `, twenty of key words run together, and every
+/// shape of `redact::hostile` at `LINE_MAX`); without them, as many plain
+/// bytes.
+fn journal_file(path: &Path, size: usize, hostile: bool) {
+    use assisted_boot_reporter::redact::hostile::hostile_lines;
+    let mut bad: Vec<Vec<u8>> = Vec::new();
+    if hostile {
+        let mut line = Vec::new();
+        while line.len() < LINE_MAX {
+            line.extend_from_slice(b"ipmitool -P ");
+        }
+        bad.push(line);
+        for i in 0..20 {
+            let word: &[u8] = [b"pin".as_slice(), b"key", b"auth"][i % 3];
+            let mut line = Vec::new();
+            while line.len() < LINE_MAX {
+                line.extend_from_slice(word);
+            }
+            bad.push(line);
+        }
+        bad.extend(
+            hostile_lines(LINE_MAX)
+                .into_iter()
+                .filter(|(name, _)| !name.starts_with("diagnosis"))
+                .step_by(3)
+                .map(|(_, mut line)| {
+                    line.pop();
+                    line
+                }),
+        );
+    }
+    let mut out = Vec::with_capacity(size + 1024);
+    let mut n = 0usize;
+    let every = (size / 120) / (bad.len() + 1);
+    let mut next_bad = bad.into_iter();
+    while out.len() < size {
+        let prefix = format!(
+            "2026-11-22T10:{:02}:{:02}.000000+0000 master-0 app[{}]: ",
+            (n / 60) % 60,
+            n % 60,
+            1000 + n % 7
+        );
+        out.extend_from_slice(prefix.as_bytes());
+        if hostile && every > 0 && n % every == every - 1 {
+            if let Some(line) = next_bad.next() {
+                out.extend_from_slice(&line);
+                out.push(b'\n');
+                n += 1;
+                continue;
+            }
+        }
+        out.extend_from_slice(b"plain line of an ordinary boot, nothing to see here at all\n");
+        n += 1;
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_journal_lines_ship_and_clean_up_under_the_memory_limit() {
+    // Before, one 48 KiB line of `ipmitool -P ` took the agent past 300 MB
+    // (the unit kills it at 256M on every start: no bundle, no cleanup),
+    // and lines of key words run together cost seconds of CPU each. No
+    // memory cgroup can be made here (the test machine's cgroup v2 has no
+    // memory controller); RLIMIT_AS, which holds the whole address space
+    // and not only what is resident, stands in for MemoryMax.
+    let size = 6 << 20;
+    let mut peaks = Vec::new();
+    for hostile in [false, true] {
+        let tag = if hostile { "hostile" } else { "plain" };
+        let sc = Scenario::new(&format!("memory-limit-{tag}"));
+        let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+        let base = mock.base_url();
+        sc.write_config(&base, SecretForm::PullSecretJson, true);
+        let journal = sc.tmp.path().join("journal.txt");
+        journal_file(&journal, size, hostile);
+        // The harness's arguments, with the command timeout of the issue.
+        let dir = |p: &Path| p.to_string_lossy().into_owned();
+        let raw_args = [
+            "--log-level",
+            "debug",
+            "run",
+            "--config-dir",
+            &dir(&sc.config_dir),
+            "--state-dir",
+            &dir(&sc.state_dir),
+            "--root",
+            &dir(&sc.root),
+            "--timeout",
+            "4s",
+            "--retry-initial-delay",
+            "100ms",
+            "--retry-max-delay",
+            "500ms",
+            "--retry-attempts",
+            "3",
+            "--command-timeout",
+            "3s",
+            "--request-timeout",
+            "10s",
+            "--kubelet-healthz-url",
+            "http://127.0.0.1:9/healthz",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let mut limited = AgentOpts {
+            raw_args: Some(raw_args),
+            env: vec![
+                ("FAKE_JOURNAL_FILE".into(), journal.display().to_string()),
+                ("FAKE_JOURNAL_LAST".into(), LAST_LINE.into()),
+            ],
+            ..opts("4s")
+        };
+        let report = sc.tmp.path().join("rss");
+        limited.program = Some(vec![
+            "/usr/bin/prlimit".into(),
+            format!("--as={MEMORY_MAX}").into(),
+            "--".into(),
+            "/usr/bin/time".into(),
+            "-f".into(),
+            "%M".into(),
+            "-o".into(),
+            report.clone(),
+            agent_bin(),
+        ]);
+        let run = sc.run_agent(&format!("{tag} journal"), &limited).await;
+        let peak: u64 = std::fs::read_to_string(&report)
+            .unwrap_or_default()
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse().ok())
+            .unwrap_or(0);
+        eprintln!("{tag} journal: peak RSS {peak} KiB");
+        run.assert_code(0);
+        let stderr = run.stderr_text();
+        assert!(stderr.contains("uploaded the final"), "{stderr}");
+        let state = admin_state(&base).await;
+        let bundle = check_host_boot_bundle(host_of(&state, HOST_ID));
+        // The journal was read to its newest line within the command
+        // timeout, and the hostile lines were in it.
+        let this_boot = member(&bundle.members, "journal/this-boot.log")
+            .map(|m| String::from_utf8_lossy(&m.data).into_owned())
+            .unwrap_or_default();
+        assert!(
+            this_boot.contains(LAST_LINE),
+            "{tag}: the newest line was not shipped: {}",
+            bundle.manifest
+        );
+        if hostile {
+            assert!(this_boot.contains("ipmitool -P [REDACTED]"), "{tag}");
+            assert!(this_boot.contains("pinpinpin"), "{tag}");
+        }
+        sc.assert_cleaned_up(&format!("{tag} journal under the memory limit"));
+        sc.final_checks(Some(&base)).await;
+        peaks.push(peak);
+    }
+    // The hostile lines cost at most 4x the memory of the plain journal.
+    assert!(
+        peaks[1] <= 4 * peaks[0].max(1),
+        "peak RSS plain {} KiB, hostile {} KiB",
+        peaks[0],
+        peaks[1]
+    );
+}

@@ -1649,3 +1649,126 @@ async fn a_pull_secret_of_6000_auths_keeps_the_agent_small_and_every_auth_redact
         "peak RSS {peak_kib} KiB with {AUTHS} auths (limit {PEAK_LIMIT_KIB} KiB)"
     );
 }
+
+// ---------------------------------------------------------------------------
+// The catalogue of secret shapes, in every output (issue 36, 3 and 4)
+
+/// Every output of a run, of `inspect` (plain and `--json`) of the bundle it
+/// uploaded and of `config check` on its host, for `needle`.
+fn outputs_holding(
+    sc: &Scenario,
+    run: &AgentRun,
+    host: &serde_json::Value,
+    bundle: &Path,
+    needle: &str,
+) -> Vec<String> {
+    let needles = [("planted value".to_owned(), needle.to_owned())];
+    let mut hits = Vec::new();
+    bundle_hits(bundle, &needles, &mut hits);
+    find_needles("stdout", &run.stdout, &needles, &mut hits);
+    find_needles("the agent's log", &run.stderr, &needles, &mut hits);
+    let info = host["progress_info"].as_str().unwrap_or_default();
+    find_needles("progress_info", info.as_bytes(), &needles, &mut hits);
+    for args in [&["inspect"][..], &["inspect", "--json"][..]] {
+        let out = std::process::Command::new(agent_bin())
+            .args(args)
+            .arg(bundle)
+            .env_clear()
+            .output()
+            .expect("run inspect");
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        find_needles(&format!("{args:?}"), &out.stdout, &needles, &mut hits);
+        find_needles(
+            &format!("{args:?} stderr"),
+            &out.stderr,
+            &needles,
+            &mut hits,
+        );
+    }
+    let out = std::process::Command::new(agent_bin())
+        .args(["config", "check", "--root"])
+        .arg(&sc.root)
+        .arg("--config-dir")
+        .arg(&sc.config_dir)
+        .env_clear()
+        .output()
+        .expect("run config check");
+    find_needles("config check", &out.stdout, &needles, &mut hits);
+    find_needles("config check stderr", &out.stderr, &needles, &mut hits);
+    hits
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_catalogued_secret_shape_reaches_any_output() {
+    use assisted_boot_reporter::redact::catalogue::CATALOGUE;
+    let sc = Scenario::new("secrets-catalogue");
+    let mock = sc.start_mock(&HostSeed::rebooting_master()).await;
+    let base = mock.base_url();
+    sc.write_config(&base, SecretForm::PullSecretJson, true);
+    // Each shape as the script traced the command, and quoted by the error
+    // line that a diagnosis rule reads (so evidence, the headline and
+    // progress_info would carry it); and in a host file.
+    let mut journal = String::new();
+    let mut hosts_text = String::new();
+    for (i, (_, line)) in CATALOGUE.iter().enumerate() {
+        let _ = writeln!(
+            journal,
+            "2026-11-22T10:03:{:02}.000000+0000 master-0 release-image-download.sh[1902]: + {line}",
+            i % 60
+        );
+        let _ = writeln!(
+            journal,
+            "2026-11-22T10:03:{:02}.500000+0000 master-0 release-image-download.sh[1902]: Error: \
+             initializing source docker://quay.io/openshift-release-dev/ocp-release@sha256:1e5c: \
+             reading manifest sha256:1e5c in quay.io/openshift-release-dev/ocp-release: \
+             unauthorized: authentication required ({line})",
+            i % 60
+        );
+        let _ = writeln!(hosts_text, "# {line}");
+    }
+    let log = sc.root.join("fake-journal/release-image.log");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str(&journal);
+    std::fs::write(&log, text).unwrap();
+    let hosts = sc.root.join("etc/hosts");
+    let mut text = std::fs::read_to_string(&hosts).unwrap();
+    text.push_str(&hosts_text);
+    std::fs::write(&hosts, text).unwrap();
+
+    let run = sc
+        .run_agent("catalogue planted", &trace_opts("3s", None))
+        .await;
+    run.assert_code(0);
+    let state = admin_state(&base).await;
+    let host = host_of(&state, HOST_ID);
+    let bundle = bundle_of(host, "host_boot").unwrap_or_else(|| panic!("no bundle: {host}"));
+    let path = PathBuf::from(bundle["path"].as_str().expect("bundle path"));
+    let hits = outputs_holding(&sc, &run, host, &path, "PLANTED");
+    assert!(
+        hits.is_empty(),
+        "planted values shipped:\n{}",
+        hits.join("\n")
+    );
+    // The planted lines were read and redacted, not skipped: every journal
+    // line of them shows a marker, and the diagnosis read the error lines.
+    let members = open_bundle(&path);
+    let journal_text: String = members
+        .iter()
+        .filter(|m| m.name.contains("/journal/"))
+        .map(|m| String::from_utf8_lossy(&m.data).into_owned())
+        .collect();
+    let planted_lines = journal_text
+        .lines()
+        .filter(|l| l.contains("release-image-download.sh[1902]: + "))
+        .filter(|l| l.contains("10:03:"))
+        .collect::<Vec<_>>();
+    assert!(
+        planted_lines.len() >= CATALOGUE.len()
+            && planted_lines.iter().all(|l| l.contains("[REDACTED]")),
+        "{planted_lines:#?}"
+    );
+    let diagnosis = member(&members, "diagnosis.json").expect("diagnosis.json");
+    let diagnosis = String::from_utf8_lossy(&diagnosis.data);
+    assert!(diagnosis.contains("[REDACTED]"), "{diagnosis}");
+    sc.final_checks(Some(&base)).await;
+}
