@@ -574,7 +574,9 @@ async fn hostile_journal_lines_ship_and_clean_up_under_the_memory_limit() {
             "--root",
             &dir(&sc.root),
             "--timeout",
-            "4s",
+            "120s",
+            "--upload-interval",
+            "2s",
             "--retry-initial-delay",
             "100ms",
             "--retry-max-delay",
@@ -596,6 +598,7 @@ async fn hostile_journal_lines_ship_and_clean_up_under_the_memory_limit() {
                 ("FAKE_JOURNAL_FILE".into(), journal.display().to_string()),
                 ("FAKE_JOURNAL_LAST".into(), LAST_LINE.into()),
             ],
+            deadline: Duration::from_secs(150),
             ..opts("4s")
         };
         let report = sc.tmp.path().join("rss");
@@ -610,7 +613,22 @@ async fn hostile_journal_lines_ship_and_clean_up_under_the_memory_limit() {
             report.clone(),
             agent_bin(),
         ]);
-        let run = sc.run_agent(&format!("{tag} journal"), &limited).await;
+        // A budget no machine runs out of: the run ends when the first
+        // bundle is stored and the service then says Done (a last bundle
+        // and the cleanup follow), not at a time a loaded machine misses.
+        let running = sc.spawn_agent(&format!("{tag} journal"), &limited);
+        let stored = sc
+            .data_dir
+            .join("bundles")
+            .join(CLUSTER_ID)
+            .join(HOST_ID)
+            .join("host_boot.tar.gz");
+        let waited = std::time::Instant::now();
+        while !stored.exists() && waited.elapsed() < Duration::from_secs(110) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        admin_set_stage(&base, HOST_ID, "Done", None).await;
+        let run = sc.wait_agent(running).await;
         let peak: u64 = std::fs::read_to_string(&report)
             .unwrap_or_default()
             .lines()
