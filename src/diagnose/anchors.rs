@@ -9,6 +9,7 @@ use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::AhoCorasick;
 
+use super::catalogue::{Catalogue, CATALOGUE_BIT};
 use super::grams::COMMON_4GRAMS;
 use super::needles::NEEDLES;
 use super::rules::{Dispatch, RULES, UNIT_EVENT_ANCHORS, UNIT_EVENT_BIT, UNIT_OK_ANCHORS};
@@ -43,11 +44,29 @@ fn anchor_table() -> &'static [(&'static str, Dispatch)] {
         for anchor in UNIT_EVENT_ANCHORS.iter().chain(UNIT_OK_ANCHORS) {
             add(anchor, UNIT_EVENT_BIT);
         }
+        // The catalogue's: a line holding one is put to the entries whose
+        // anchors it holds (`catalogue.rs`). The finder looks for the
+        // first MAX_ANCHOR bytes of a longer one.
+        for anchor in Catalogue::get().anchors() {
+            add(truncate(anchor, MAX_ANCHOR), CATALOGUE_BIT);
+        }
         assert!(table
             .iter()
             .all(|(a, _)| (NEEDLE..=MAX_ANCHOR).contains(&a.len())));
         table
     })
+}
+
+/// The first `max` bytes of `text` at most, cut at a character boundary.
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 pub(super) fn anchors() -> &'static AhoCorasick {
@@ -453,13 +472,15 @@ impl AnchorFinder {
         AnchorFinder::build(anchor_table(), table_needles)
     }
 
-    /// Whether every anchor holds a needle of the table written offline
-    /// (`needles.rs`): otherwise the anchors added since cost a searcher
-    /// of their own, and the table should be written again.
+    /// Whether every rule's anchor holds a needle of the table written
+    /// offline (`needles.rs`): otherwise the anchors added since cost a
+    /// searcher of their own, and the table should be written again. The
+    /// catalogue's anchors take needles chosen at start-up.
     #[cfg(test)]
     pub(super) fn anchors_without_a_table_needle() -> Vec<&'static str> {
         anchor_table()
             .iter()
+            .filter(|(_, d)| *d != CATALOGUE_BIT)
             .map(|(a, _)| *a)
             .filter(|a| !NEEDLES.iter().flat_map(|l| l.iter()).any(|n| a.contains(n)))
             .collect()

@@ -41,6 +41,7 @@
 //! small helpers the agent, `inspect` and the fuzz targets call.
 
 mod anchors;
+mod catalogue;
 mod classify;
 mod engine;
 mod files;
