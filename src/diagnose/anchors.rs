@@ -419,8 +419,10 @@ impl AnchorFinder {
             }
             lists.push((needles, owners));
         }
-        // Anchors added since the table was written: needles of their
-        // own, in searchers after those.
+        // Anchors added since the table was written, and the catalogue's
+        // that hold none of its needles: needles of their own, first in the
+        // room the table's searchers have left (no extra pass over the
+        // bytes), then in searchers after those.
         let rest: Vec<usize> = (0..table.len()).filter(|&i| !covered[i]).collect();
         if !rest.is_empty() {
             let sub: Vec<(&'static str, Dispatch)> = rest.iter().map(|&i| table[i]).collect();
@@ -430,11 +432,19 @@ impl AnchorFinder {
                     owner.3 = rest[owner.3];
                 }
             }
-            for (chunk, chunk_owners) in needles
-                .chunks(NEEDLES_PER_SEARCHER)
-                .zip(owners.chunks(NEEDLES_PER_SEARCHER))
-            {
-                lists.push((chunk.to_vec(), chunk_owners.to_vec()));
+            let mut chosen = needles.into_iter().zip(owners);
+            for (list, list_owners) in &mut lists {
+                while list.len() < NEEDLES_PER_SEARCHER {
+                    let Some((needle, held)) = chosen.next() else {
+                        break;
+                    };
+                    list.push(needle);
+                    list_owners.push(held);
+                }
+            }
+            let left: Vec<_> = chosen.collect();
+            for chunk in left.chunks(NEEDLES_PER_SEARCHER) {
+                lists.push(chunk.iter().cloned().unzip());
             }
         }
         let mut searchers = Vec::new();
@@ -472,6 +482,15 @@ impl AnchorFinder {
         AnchorFinder::build(anchor_table(), table_needles)
     }
 
+    /// A finder for `extra` anchors beside the table's (tests: where the
+    /// needles of anchors outside `needles.rs` go).
+    #[cfg(test)]
+    pub(super) fn built_with_extra(extra: &[&'static str]) -> AnchorFinder {
+        let mut table = anchor_table().to_vec();
+        table.extend(extra.iter().map(|&a| (a, CATALOGUE_BIT)));
+        AnchorFinder::build(&table, NEEDLES)
+    }
+
     /// Whether every rule's anchor holds a needle of the table written
     /// offline (`needles.rs`): otherwise the anchors added since cost a
     /// searcher of their own, and the table should be written again. The
@@ -483,6 +502,15 @@ impl AnchorFinder {
             .filter(|(_, d)| *d != CATALOGUE_BIT)
             .map(|(a, _)| *a)
             .filter(|a| !NEEDLES.iter().flat_map(|l| l.iter()).any(|n| a.contains(n)))
+            .collect()
+    }
+
+    /// How many needles each searcher holds (one pass over the bytes each).
+    #[cfg(test)]
+    pub(super) fn searcher_sizes(&self) -> Vec<usize> {
+        self.searchers
+            .iter()
+            .map(|(_, owners)| owners.len())
             .collect()
     }
 

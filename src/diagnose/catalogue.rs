@@ -149,6 +149,7 @@ impl Signature<'_> {
 
     /// The capture names of the entry, in the order of its first pattern
     /// then any other's.
+    #[cfg(test)]
     fn capture_names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = Vec::new();
         for p in &self.patterns {
@@ -199,6 +200,7 @@ impl Signature<'_> {
     }
 
     /// The `expect:` captures of `example`, by the entry's capture names.
+    #[cfg(test)]
     pub(crate) fn expected<'e>(&self, example: &Example<'e>) -> Vec<(String, &'e str)> {
         parse_expect(example.expect, &self.capture_names())
     }
@@ -509,6 +511,7 @@ fn parse_pattern(text: &str) -> Result<Pattern<'_>, String> {
 
 /// `name=value …` by the entry's capture names: a value runs to the next
 /// ` name=` of one of them.
+#[cfg(test)]
 fn parse_expect<'e>(text: &'e str, names: &[&str]) -> Vec<(String, &'e str)> {
     // Where each `name=` starts (at the start, or after a blank).
     let mut starts: Vec<(usize, &str)> = Vec::new();
@@ -633,6 +636,9 @@ fn match_from<'p, 'm>(
     Some(captures)
 }
 
+/// Captures by name: the pattern's names, the message's text.
+type Captures<'p, 'm> = Vec<(&'p str, &'m str)>;
+
 /// The catalogue built from the embedded files: every entry, the anchors
 /// (for the finder) and the automaton that names the entries a message's
 /// anchors belong to.
@@ -728,7 +734,7 @@ impl Catalogue {
     /// the entries whose anchors it holds, the one whose matching pattern
     /// has the most literal bytes (the most specific), the first in the
     /// catalogue's order at equal length.
-    fn best<'s, 'm>(&'s self, message: &'m str) -> Option<(usize, Vec<(&'s str, &'m str)>)> {
+    fn best<'s, 'm>(&'s self, message: &'m str) -> Option<(usize, Captures<'s, 'm>)> {
         let automaton = self.automaton.as_ref()?;
         let mut candidates: Vec<u32> = Vec::new();
         for m in automaton.find_overlapping_iter(message) {
@@ -736,7 +742,7 @@ impl Catalogue {
         }
         candidates.sort_unstable();
         candidates.dedup();
-        let mut best: Option<(usize, usize, Vec<(&'s str, &'m str)>)> = None;
+        let mut best: Option<(usize, usize, Captures<'s, 'm>)> = None;
         for i in candidates {
             let i = i as usize;
             let Some((bytes, captures)) = self.entries[i].captures(message) else {

@@ -2,13 +2,18 @@
 //! message. The anchors it holds name the rules it is put to, in their
 //! precedence order, and whether the catalogue's entries are asked too.
 //!
-//! When an entry and a rule both answer, the entry's signal is kept: it
-//! matched the whole message as its component prints it (more specific than
-//! a rule's anchor and branches), its summary is built from captures only,
-//! and it is what the entry's examples are tested against. Except when the
-//! rule's is a fact or a recovery (`Nature::Observed`, `Nature::Recovery`)
-//! and the entry's is not: the correlation compares those across lines by
-//! the keys the rules give them (`engine.rs`, `judge_observations`).
+//! When an entry and a rule both answer one message, one signal is kept:
+//! the entry's when both name the same category (it matched the whole
+//! message as its component prints it, and its summary is built from
+//! captures only), the rule's when they differ (the rules' precedence order
+//! holds what one message cannot show: a lookup failing through a mirror is
+//! a mirror problem, an expired certificate a clock problem first; the
+//! corpus was scored on it). A rule's fact or recovery (`Nature::Observed`,
+//! `Nature::Recovery`) is kept over an entry of another nature too: the
+//! correlation compares those across lines by the keys the rules give
+//! them (`engine.rs`). Each entry's examples are tested to yield the
+//! entry, so an entry and a rule that disagree on a line fail that test
+//! instead of one of them going silent.
 
 use super::anchors::AnchorFinder;
 use super::catalogue::{self, CATALOGUE_BIT};
@@ -41,16 +46,18 @@ pub(super) fn classify_with(message: &str, dispatch: Dispatch) -> Option<Signal>
     })
 }
 
-/// The entry's signal over the rule's, but a rule's fact or recovery over
-/// an entry of another nature (this module's doc says why).
+/// The entry's signal over the rule's of the same category; the rule's
+/// when the categories differ, or when it is a fact or a recovery and the
+/// entry is not (this module's doc says why).
 fn prefer(entry: Option<Signal>, rules: impl FnOnce() -> Option<Signal>) -> Option<Signal> {
     let Some(entry) = entry else {
         return rules();
     };
     match rules() {
         Some(rule)
-            if matches!(rule.nature, Nature::Observed | Nature::Recovery)
-                && rule.nature != entry.nature =>
+            if rule.category != entry.category
+                || (matches!(rule.nature, Nature::Observed | Nature::Recovery)
+                    && rule.nature != entry.nature) =>
         {
             Some(rule)
         }

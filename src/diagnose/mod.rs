@@ -28,6 +28,8 @@
 //! - `needles.rs`: the finder's needles, chosen and grouped offline;
 //! - `grams.rs`: the commonest 4-byte sequences of a healthy journal;
 //! - `rules.rs`: the rules in precedence order with their anchors;
+//! - `catalogue.rs`: the signature catalogue (`signatures/*.sigs`, embedded
+//!   by `build.rs`): entries parsed, their anchors, a message matched;
 //! - `net.rs`, `netconf.rs`, `host.rs`, `tls.rs`, `registry.rs`, `runtime.rs`,
 //!   `storage.rs`, `machine.rs`, `node.rs`: one family of rules each;
 //! - `files.rs`: the host files read whole (resolv.conf against the
@@ -92,6 +94,37 @@ pub(crate) fn progress_info(
 /// At most `max` characters of `text`, `…` when cut.
 pub(crate) fn shorten_text(text: &str, max: usize) -> String {
     line::shorten(text, max)
+}
+
+/// One catalogue entry as `signatures` lists it.
+#[derive(Debug, Clone)]
+pub struct SignatureRow {
+    pub id: &'static str,
+    pub category: &'static str,
+    pub severity: &'static str,
+    pub source: &'static str,
+    /// Its first example line.
+    pub example: &'static str,
+    pub hint: &'static str,
+    pub file: &'static str,
+}
+
+/// Every entry of the signature catalogue, in the catalogue's order (files
+/// by name, entries as written).
+pub fn signature_list() -> Vec<SignatureRow> {
+    catalogue::Catalogue::get()
+        .entries
+        .iter()
+        .map(|e| SignatureRow {
+            id: e.id,
+            category: e.category.as_str(),
+            severity: e.level.as_str(),
+            source: e.source,
+            example: e.examples.first().map_or("", |x| x.line),
+            hint: e.hint(),
+            file: e.file,
+        })
+        .collect()
 }
 
 /// Scans a whole text as one member (tests, fuzzing, offline checks).

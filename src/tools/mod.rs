@@ -5,6 +5,8 @@
 //! services' timeline with durations and failures, and the redaction counts
 //! ([`inspect`]).
 //!
+//! `signatures` lists the diagnosis's signature catalogue ([`signatures`]).
+//!
 //! `config check` resolves the configuration `run` would use, strictly,
 //! and prints every setting with where its value came from
 //! ([`config_check`]).
@@ -16,6 +18,7 @@ pub(crate) mod args;
 pub(crate) mod collect;
 pub(crate) mod config_check;
 pub mod inspect;
+pub(crate) mod signatures;
 
 pub(crate) use collect::{collect_command, CollectArgs};
 pub(crate) use config_check::config_check_command;
@@ -23,3 +26,4 @@ pub use inspect::{
     inspect, inspect_command, inspect_from, printable, InspectArgs, INSPECT_JSON_VERSION,
     MAX_MEMBERS,
 };
+pub(crate) use signatures::{signatures_command, SignaturesArgs};

@@ -104,7 +104,7 @@ fn every_example_yields_its_entry_through_the_scanner() {
                 assert_eq!(
                     signal.signature.map(|s| catalogue.entries[s as usize].id),
                     Some(entry.id),
-                    "{at}: another signal spoke: {signal:?}"
+                    "{at}: another signal spoke (a rule of another category wins: classify.rs): {signal:?}"
                 );
                 assert_eq!(signal.category, entry.category, "{at}");
                 assert_eq!(signal.key, key, "{at}");
@@ -268,11 +268,12 @@ fn malformed_entries_are_refused_not_panicked_on() {
     ];
     for (field, want) in fields {
         let name = field.split(':').next().unwrap();
-        let kept: String = base
-            .lines()
-            .filter(|l| !l.starts_with(&format!("{name}:")))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let prefix = format!("{name}:");
+        let mut kept = String::new();
+        for l in base.lines().filter(|l| !l.starts_with(&prefix)) {
+            kept.push_str(l);
+            kept.push('\n');
+        }
         let text = format!("id: t.y.z\nmatch: some literal {{v}}\n{kept}{field}");
         let (entries, errors) = parse_file("t.sigs", &text);
         assert!(entries.is_empty(), "{field}");
@@ -288,4 +289,31 @@ fn malformed_entries_are_refused_not_panicked_on() {
     assert_eq!(c.entries.len(), 1);
     assert_eq!(c.errors.len(), 2, "{:?}", c.errors);
     assert!(c.errors[1].message.contains("used before"));
+}
+
+#[test]
+fn anchors_outside_the_table_take_its_searchers_room_first() {
+    use super::super::anchors::AnchorFinder;
+    use super::super::needles::NEEDLES;
+    // Anchors made of bytes no table needle holds (`Q`, `Z`, `J`, digits
+    // that spell no word): each needs a needle of its own.
+    let extra: Vec<&'static str> = (0..40)
+        .map(|i| &*Box::leak(format!("QZJ{i:02}QZJ{i:02}").into_boxed_str()))
+        .collect();
+    let room: usize = NEEDLES.iter().map(|l| 64 - l.len()).sum();
+    let finder = AnchorFinder::built_with_extra(&extra[..room.min(extra.len())]);
+    assert_eq!(
+        finder.searcher_sizes().len(),
+        NEEDLES.len(),
+        "{:?}",
+        finder.searcher_sizes()
+    );
+    let finder = AnchorFinder::built_with_extra(&extra);
+    assert!(finder.searcher_sizes().iter().all(|&n| n <= 64));
+    for anchor in &extra {
+        let text = format!("filler text {anchor} more\n");
+        let found = finder.find_with(text.as_bytes(), 0).expect(anchor);
+        assert_eq!(found.start, 12, "{anchor}");
+        assert_eq!(found.dispatch, CATALOGUE_BIT);
+    }
 }
