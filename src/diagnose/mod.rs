@@ -5,8 +5,9 @@
 //! is worth reading): the redacted bytes on their way to the spool pass
 //! through it too, so no journal is read twice. A scanner finds candidate
 //! lines with one multi-pattern pass ([`ANCHORS`]), takes them apart
-//! ([`parse_line`]) and asks the rules (one module per family) for a
-//! [`Signal`]: a category, the decisive value (`key`) and a one-line summary.
+//! ([`parse_line`]) and asks the signature catalogue (`signatures/*.sigs`)
+//! and the rules (one module per family) for a [`Signal`]: a category, the
+//! decisive value (`key`) and a one-line summary.
 //! Memory is bounded whatever the member weighs: lines are cut at
 //! [`MAX_LINE`] bytes, evidence text at [`MAX_EVIDENCE_CHARS`], and each
 //! member keeps at most [`MAX_KEYS_PER_MEMBER`] distinct signals with
@@ -23,7 +24,8 @@
 //! - `engine.rs`: [`Engine`], correlation, severity, ordering;
 //! - `scanner.rs`: [`Scanner`], one member read as it streams, its bounds;
 //! - `finding.rs`: `diagnosis.json`'s shape ([`Diagnosis`]) and its headline;
-//! - `classify.rs`: [`classify`], a message put to the rules its anchors name;
+//! - `classify.rs`: [`classify`], a message put to the rules and entries its
+//!   anchors name, and which of them speaks;
 //! - `anchors.rs`: [`ANCHORS`] and their vectorised finder;
 //! - `needles.rs`: the finder's needles, chosen and grouped offline;
 //! - `grams.rs`: the commonest 4-byte sequences of a healthy journal;
