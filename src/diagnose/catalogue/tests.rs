@@ -317,3 +317,40 @@ fn anchors_outside_the_table_take_its_searchers_room_first() {
         assert_eq!(found.dispatch, CATALOGUE_BIT);
     }
 }
+
+#[test]
+fn an_entry_s_hint_and_recovery_reach_the_finding() {
+    use super::super::{whole, Engine, Severity};
+    let diagnose = |text: &str| {
+        let mut engine = Engine::new();
+        let scanner = scan_text("journal/this-boot.log", text.as_bytes()).unwrap();
+        let placement = whole(&scanner);
+        engine.absorb(scanner, placement);
+        engine.finish()
+    };
+    let failing = "2026-11-22T10:00:00.000000+0000 m chronyd[1]: Can't synchronise: no selectable sources (2 unreachable sources)\n";
+    let d = diagnose(failing);
+    let f = &d.findings[0];
+    assert_eq!(
+        (f.category, f.severity),
+        (Category::ClockSkew, Severity::Warning)
+    );
+    assert_eq!(
+        f.summary,
+        "chronyd cannot synchronise: no NTP source is selectable"
+    );
+    let entry = Catalogue::get()
+        .entries
+        .iter()
+        .find(|e| e.id == "core.chrony.no_selectable_sources")
+        .unwrap();
+    assert_eq!(f.hint, entry.hint());
+    assert_ne!(f.hint, Category::ClockSkew.hint());
+    let recovered = format!("{failing}2026-11-22T10:01:00.000000+0000 m chronyd[1]: Selected source 10.0.0.1 (0.rhel.pool.ntp.org)\n");
+    let d = diagnose(&recovered);
+    let f = &d.findings[0];
+    assert_eq!(
+        (f.category, f.severity),
+        (Category::ClockSkew, Severity::Info)
+    );
+}
