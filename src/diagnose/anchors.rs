@@ -9,6 +9,7 @@ use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::AhoCorasick;
 
+use super::catalogue::{Catalogue, CATALOGUE_BIT};
 use super::grams::COMMON_4GRAMS;
 use super::needles::NEEDLES;
 use super::rules::{Dispatch, RULES, UNIT_EVENT_ANCHORS, UNIT_EVENT_BIT, UNIT_OK_ANCHORS};
@@ -43,11 +44,29 @@ fn anchor_table() -> &'static [(&'static str, Dispatch)] {
         for anchor in UNIT_EVENT_ANCHORS.iter().chain(UNIT_OK_ANCHORS) {
             add(anchor, UNIT_EVENT_BIT);
         }
+        // The catalogue's: a line holding one is put to the entries whose
+        // anchors it holds (`catalogue.rs`). The finder looks for the
+        // first MAX_ANCHOR bytes of a longer one.
+        for anchor in Catalogue::get().anchors() {
+            add(truncate(anchor, MAX_ANCHOR), CATALOGUE_BIT);
+        }
         assert!(table
             .iter()
             .all(|(a, _)| (NEEDLE..=MAX_ANCHOR).contains(&a.len())));
         table
     })
+}
+
+/// The first `max` bytes of `text` at most, cut at a character boundary.
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 pub(super) fn anchors() -> &'static AhoCorasick {
@@ -400,8 +419,10 @@ impl AnchorFinder {
             }
             lists.push((needles, owners));
         }
-        // Anchors added since the table was written: needles of their
-        // own, in searchers after those.
+        // Anchors added since the table was written, and the catalogue's
+        // that hold none of its needles: needles of their own, first in the
+        // room the table's searchers have left (no extra pass over the
+        // bytes), then in searchers after those.
         let rest: Vec<usize> = (0..table.len()).filter(|&i| !covered[i]).collect();
         if !rest.is_empty() {
             let sub: Vec<(&'static str, Dispatch)> = rest.iter().map(|&i| table[i]).collect();
@@ -411,11 +432,19 @@ impl AnchorFinder {
                     owner.3 = rest[owner.3];
                 }
             }
-            for (chunk, chunk_owners) in needles
-                .chunks(NEEDLES_PER_SEARCHER)
-                .zip(owners.chunks(NEEDLES_PER_SEARCHER))
-            {
-                lists.push((chunk.to_vec(), chunk_owners.to_vec()));
+            let mut chosen = needles.into_iter().zip(owners);
+            for (list, list_owners) in &mut lists {
+                while list.len() < NEEDLES_PER_SEARCHER {
+                    let Some((needle, held)) = chosen.next() else {
+                        break;
+                    };
+                    list.push(needle);
+                    list_owners.push(held);
+                }
+            }
+            let left: Vec<_> = chosen.collect();
+            for chunk in left.chunks(NEEDLES_PER_SEARCHER) {
+                lists.push(chunk.iter().cloned().unzip());
             }
         }
         let mut searchers = Vec::new();
@@ -453,15 +482,35 @@ impl AnchorFinder {
         AnchorFinder::build(anchor_table(), table_needles)
     }
 
-    /// Whether every anchor holds a needle of the table written offline
-    /// (`needles.rs`): otherwise the anchors added since cost a searcher
-    /// of their own, and the table should be written again.
+    /// A finder for `extra` anchors beside the table's (tests: where the
+    /// needles of anchors outside `needles.rs` go).
+    #[cfg(test)]
+    pub(super) fn built_with_extra(extra: &[&'static str]) -> AnchorFinder {
+        let mut table = anchor_table().to_vec();
+        table.extend(extra.iter().map(|&a| (a, CATALOGUE_BIT)));
+        AnchorFinder::build(&table, NEEDLES)
+    }
+
+    /// Whether every rule's anchor holds a needle of the table written
+    /// offline (`needles.rs`): otherwise the anchors added since cost a
+    /// searcher of their own, and the table should be written again. The
+    /// catalogue's anchors take needles chosen at start-up.
     #[cfg(test)]
     pub(super) fn anchors_without_a_table_needle() -> Vec<&'static str> {
         anchor_table()
             .iter()
+            .filter(|(_, d)| *d != CATALOGUE_BIT)
             .map(|(a, _)| *a)
             .filter(|a| !NEEDLES.iter().flat_map(|l| l.iter()).any(|n| a.contains(n)))
+            .collect()
+    }
+
+    /// How many needles each searcher holds (one pass over the bytes each).
+    #[cfg(test)]
+    pub(super) fn searcher_sizes(&self) -> Vec<usize> {
+        self.searchers
+            .iter()
+            .map(|(_, owners)| owners.len())
             .collect()
     }
 
