@@ -300,16 +300,16 @@ fn anchors_outside_the_table_take_its_searchers_room_first() {
     let extra: Vec<&'static str> = (0..40)
         .map(|i| &*Box::leak(format!("QZJ{i:02}QZJ{i:02}").into_boxed_str()))
         .collect();
-    let room: usize = NEEDLES.iter().map(|l| 64 - l.len()).sum();
-    let finder = AnchorFinder::built_with_extra(&extra[..room.min(extra.len())]);
-    assert_eq!(
-        finder.searcher_sizes().len(),
-        NEEDLES.len(),
-        "{:?}",
-        finder.searcher_sizes()
-    );
+    // Every searcher but the last is full: to 32 needles while it is slim
+    // (Teddy turns fat past 32), to 64 when it is fat already.
     let finder = AnchorFinder::built_with_extra(&extra);
-    assert!(finder.searcher_sizes().iter().all(|&n| n <= 64));
+    let sizes = finder.searcher_sizes();
+    assert!(sizes.len() >= NEEDLES.len(), "{sizes:?}");
+    for (i, &n) in sizes.iter().enumerate().take(sizes.len() - 1) {
+        let table = NEEDLES.get(i).map_or(0, |l| l.len());
+        let full = if table > 32 { 64 } else { 32.max(table) };
+        assert!(n == full || n == 64, "searcher {i}: {sizes:?}");
+    }
     for anchor in &extra {
         let text = format!("filler text {anchor} more\n");
         let found = finder.find_with(text.as_bytes(), 0).expect(anchor);
