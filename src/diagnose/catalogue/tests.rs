@@ -354,3 +354,29 @@ fn an_entry_s_hint_and_recovery_reach_the_finding() {
         (Category::ClockSkew, Severity::Info)
     );
 }
+
+#[test]
+fn every_anchor_holds_a_sequence_rare_in_healthy_journals() {
+    // An anchor made only of the commonest 4-byte sequences of a healthy
+    // journal (`grams.rs`: `error: `, `failed to `) stops the finder on
+    // healthy lines and takes them apart: every line it stops costs a read.
+    use super::super::grams::COMMON_4GRAMS;
+    let common = |g: &[u8]| {
+        COMMON_4GRAMS
+            .binary_search(&u32::from_le_bytes([g[0], g[1], g[2], g[3]]))
+            .is_ok()
+    };
+    for entry in &Catalogue::get().entries {
+        for pattern in &entry.patterns {
+            let anchor = pattern.anchor.as_bytes();
+            assert!(
+                anchor.windows(4).any(|g| !common(g)),
+                "{}:{} {}: anchor `{}` is made of the commonest sequences of a healthy journal: take a longer or rarer literal",
+                entry.file,
+                entry.line,
+                entry.id,
+                pattern.anchor
+            );
+        }
+    }
+}
