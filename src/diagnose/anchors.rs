@@ -239,6 +239,9 @@ const NEEDLE: usize = 4;
 const MAX_ANCHOR: usize = 64;
 /// Teddy builds for at most this many patterns.
 const NEEDLES_PER_SEARCHER: usize = 64;
+/// Teddy is slim (8 buckets, 32 bytes a step with AVX2) up to this many
+/// patterns, fat (16 buckets, 16 bytes a step) past it.
+const SLIM_TEDDY: usize = 32;
 /// What covering one more anchor is worth against the needle's rarity
 /// score ([`commonness`] summed over its bytes).
 const COVER_WEIGHT: i64 = 2;
@@ -381,17 +384,17 @@ impl AnchorFinder {
             }
         }
         packed.sort_unstable();
-        let mut grams: Vec<(u32, usize, usize)> = packed
-            .iter()
-            .map(|&k| {
-                (
-                    (k >> 32) as u32,
-                    (k >> 8 & 0xff_ffff) as usize,
-                    (k & 0xff) as usize,
-                )
-            })
-            .collect();
-        grams.dedup_by_key(|&mut (gram, i, _)| (gram, i));
+        // Each gram once per anchor (its first place): the key without
+        // the place is the gram and the anchor. Kept packed: a copy as
+        // triples would triple the start-up's peak memory.
+        packed.dedup_by_key(|k| *k >> 8);
+        let unpack = |k: u64| {
+            (
+                (k >> 32) as u32,
+                (k >> 8 & 0xff_ffff) as usize,
+                (k & 0xff) as usize,
+            )
+        };
         // The needles chosen and grouped offline (`needles.rs`): each
         // anchor belongs to the first needle it holds.
         let mut covered = vec![false; table.len()];
@@ -408,8 +411,12 @@ impl AnchorFinder {
                 let Ok(word) = <[u8; NEEDLE]>::try_from(*needle).map(u32::from_le_bytes) else {
                     continue;
                 };
-                let first = grams.partition_point(|&(gram, _, _)| gram < word);
-                for &(_, i, at) in grams[first..].iter().take_while(|&&(g, _, _)| g == word) {
+                let first = packed.partition_point(|&k| ((k >> 32) as u32) < word);
+                for (_, i, at) in packed[first..]
+                    .iter()
+                    .map(|&k| unpack(k))
+                    .take_while(|&(g, _, _)| g == word)
+                {
                     if !covered[i] {
                         let (anchor, dispatch) = table[i];
                         owners[p].push((anchor.as_bytes(), at, dispatch, i));
@@ -434,7 +441,14 @@ impl AnchorFinder {
             }
             let mut chosen = needles.into_iter().zip(owners);
             for (list, list_owners) in &mut lists {
-                while list.len() < NEEDLES_PER_SEARCHER {
+                // Past SLIM_TEDDY needles Teddy turns fat (16 buckets, half
+                // the bytes a step): a slim searcher is filled to that.
+                let room = if list.len() <= SLIM_TEDDY {
+                    SLIM_TEDDY
+                } else {
+                    NEEDLES_PER_SEARCHER
+                };
+                while list.len() < room {
                     let Some((needle, held)) = chosen.next() else {
                         break;
                     };

@@ -13,7 +13,6 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
-use memchr::memmem;
 
 use super::line;
 use super::signal::{Category, Nature, Signal};
@@ -542,8 +541,32 @@ fn match_pattern<'p, 'm>(parts: &[Part<'p>], message: &'m str) -> Option<Vec<(&'
     let Part::Literal(literal) = &parts[first] else {
         return None;
     };
-    memmem::find_iter(message.as_bytes(), literal.as_bytes())
-        .find_map(|at| match_from(parts, message, first, at))
+    let (hay, needle) = (message.as_bytes(), literal.as_bytes());
+    let mut from = 0;
+    while let Some(at) = find(&hay[from..], needle).map(|i| from + i) {
+        if let Some(captures) = match_from(parts, message, first, at) {
+            return Some(captures);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// Where `needle` first occurs in `hay`: its first byte found by `memchr`,
+/// the rest compared. The haystacks here are one message (a few KiB at
+/// most) or a capture's window, and the needles short: cheaper than
+/// building a `memmem` searcher for each search.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let (&first, rest) = needle.split_first()?;
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(first, &hay[from..]) {
+        let at = from + i;
+        if hay[at + 1..].starts_with(rest) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 /// Trailing characters that close a quotation or a sentence around a
@@ -593,7 +616,7 @@ fn match_from<'p, 'm>(
                         // The shortest non-empty text up to the next literal.
                         let from = pos + message[pos..].chars().next()?.len_utf8();
                         let limit = (pos + MAX_CAPTURE + next.len()).min(bytes.len());
-                        let found = memmem::find(bytes.get(from..limit)?, next.as_bytes())?;
+                        let found = find(bytes.get(from..limit)?, next.as_bytes())?;
                         (&message[pos..from + found], from + found)
                     }
                     Some(Part::Capture { .. }) => return None,
@@ -759,7 +782,7 @@ impl Catalogue {
     /// journal prefix), read with `\"` unescaped as the component wrote it.
     pub(super) fn classify(&self, message: &str) -> Option<Signal> {
         let unescaped;
-        let message = if memmem::find(message.as_bytes(), b"\\\"").is_some() {
+        let message = if message.contains("\\\"") {
             unescaped = message.replace("\\\"", "\"");
             unescaped.as_str()
         } else {

@@ -300,16 +300,16 @@ fn anchors_outside_the_table_take_its_searchers_room_first() {
     let extra: Vec<&'static str> = (0..40)
         .map(|i| &*Box::leak(format!("QZJ{i:02}QZJ{i:02}").into_boxed_str()))
         .collect();
-    let room: usize = NEEDLES.iter().map(|l| 64 - l.len()).sum();
-    let finder = AnchorFinder::built_with_extra(&extra[..room.min(extra.len())]);
-    assert_eq!(
-        finder.searcher_sizes().len(),
-        NEEDLES.len(),
-        "{:?}",
-        finder.searcher_sizes()
-    );
+    // Every searcher but the last is full: to 32 needles while it is slim
+    // (Teddy turns fat past 32), to 64 when it is fat already.
     let finder = AnchorFinder::built_with_extra(&extra);
-    assert!(finder.searcher_sizes().iter().all(|&n| n <= 64));
+    let sizes = finder.searcher_sizes();
+    assert!(sizes.len() >= NEEDLES.len(), "{sizes:?}");
+    for (i, &n) in sizes.iter().enumerate().take(sizes.len() - 1) {
+        let table = NEEDLES.get(i).map_or(0, |l| l.len());
+        let full = if table > 32 { 64 } else { 32.max(table) };
+        assert!(n == full || n == 64, "searcher {i}: {sizes:?}");
+    }
     for anchor in &extra {
         let text = format!("filler text {anchor} more\n");
         let found = finder.find_with(text.as_bytes(), 0).expect(anchor);
@@ -353,4 +353,30 @@ fn an_entry_s_hint_and_recovery_reach_the_finding() {
         (f.category, f.severity),
         (Category::ClockSkew, Severity::Info)
     );
+}
+
+#[test]
+fn every_anchor_holds_a_sequence_rare_in_healthy_journals() {
+    // An anchor made only of the commonest 4-byte sequences of a healthy
+    // journal (`grams.rs`: `error: `, `failed to `) stops the finder on
+    // healthy lines and takes them apart: every line it stops costs a read.
+    use super::super::grams::COMMON_4GRAMS;
+    let common = |g: &[u8]| {
+        COMMON_4GRAMS
+            .binary_search(&u32::from_le_bytes([g[0], g[1], g[2], g[3]]))
+            .is_ok()
+    };
+    for entry in &Catalogue::get().entries {
+        for pattern in &entry.patterns {
+            let anchor = pattern.anchor.as_bytes();
+            assert!(
+                anchor.windows(4).any(|g| !common(g)),
+                "{}:{} {}: anchor `{}` is made of the commonest sequences of a healthy journal: take a longer or rarer literal",
+                entry.file,
+                entry.line,
+                entry.id,
+                pattern.anchor
+            );
+        }
+    }
 }
