@@ -108,6 +108,7 @@ pub(crate) fn write_bundle<W: Write>(
         truncated,
         truncated_unlisted,
         diagnosis: Some(diagnosis_entry),
+        root: Some(ctx.root_report()),
     };
     let mut json = serde_json::to_vec_pretty(&manifest).context("serializing the manifest")?;
     json.push(b'\n');

@@ -15,6 +15,12 @@
 //! manifest names it), and a fallback walk would be needed anyway on
 //! kernels before 5.6 and in sandboxes that filter `openat2`.
 //!
+//! A disk's ostree root keeps `/var` apart from the deployment (the
+//! stateroot's `var`, bind-mounted over the deployment's empty one at
+//! boot): a [`Sysroot`] may name that directory, and the walk then enters
+//! it wherever it reaches the root's `var`, through symlinks (RHCOS's
+//! `/opt -> var/opt`) as much as by name.
+//!
 //! Only directories and regular files are opened for reading, and only
 //! after the type of that very inode was checked through its `O_PATH`
 //! handle; the read open adds `O_NONBLOCK | O_NOFOLLOW` and the identity is
@@ -41,6 +47,48 @@ pub(crate) const MAX_LINKS: usize = 40;
 /// Names returned by one [`read_dir`]; a directory with more is not one any
 /// collector expects, and listing it must stay bounded.
 pub(crate) const MAX_DIR_ENTRIES: usize = 65_536;
+
+/// A root to read host paths under: the directory of `/`, and the one
+/// `/var` is read under when it is not that root's own `var`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sysroot<'a> {
+    pub(crate) root: &'a Path,
+    pub(crate) var: Option<&'a Path>,
+}
+
+impl<'a> From<&'a Path> for Sysroot<'a> {
+    fn from(root: &'a Path) -> Self {
+        Self { root, var: None }
+    }
+}
+
+impl<'a> From<&'a PathBuf> for Sysroot<'a> {
+    fn from(root: &'a PathBuf) -> Self {
+        Self { root, var: None }
+    }
+}
+
+/// [`Sysroot`] owned, for a reading thread.
+struct SysrootBuf {
+    root: PathBuf,
+    var: Option<PathBuf>,
+}
+
+impl SysrootBuf {
+    fn new(sysroot: Sysroot<'_>) -> Self {
+        Self {
+            root: sysroot.root.to_path_buf(),
+            var: sysroot.var.map(Path::to_path_buf),
+        }
+    }
+
+    fn borrow(&self) -> Sysroot<'_> {
+        Sysroot {
+            root: &self.root,
+            var: self.var.as_deref(),
+        }
+    }
+}
 
 /// A walk's end: the resolved path and a handle on what is there.
 struct Resolved {
@@ -89,14 +137,18 @@ fn stat(fd: &OwnedFd) -> io::Result<Metadata> {
     File::from(fd.try_clone()?).metadata()
 }
 
-/// Walks `host` (absolute, as seen from inside the root) under `root`.
-fn resolve(root: &Path, host: &Path) -> io::Result<Resolved> {
-    let root_fd = rustix::fs::openat(
+fn open_dir_path(dir: &Path) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(
         CWD,
-        root,
+        dir,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )?;
+    )?)
+}
+
+/// Walks `host` (absolute, as seen from inside the root) under `sysroot`.
+fn resolve(sysroot: Sysroot<'_>, host: &Path) -> io::Result<Resolved> {
+    let root_fd = open_dir_path(sysroot.root)?;
     let mut walk = Resolved {
         dirs: Vec::new(),
         root: root_fd,
@@ -107,6 +159,10 @@ fn resolve(root: &Path, host: &Path) -> io::Result<Resolved> {
     while let Some(part) = pending.pop_front() {
         if part == ".." {
             walk.dirs.pop();
+            continue;
+        }
+        if let (Some(var), true) = (sysroot.var, walk.dirs.is_empty() && part == "var") {
+            walk.dirs.push((open_dir_path(var)?, part));
             continue;
         }
         let fd = rustix::fs::openat(
@@ -179,8 +235,8 @@ fn not_readable(metadata: &Metadata) -> io::Error {
 
 /// Where `host` leads under `root` and what is there, without opening it
 /// for reading.
-pub(crate) fn metadata(root: &Path, host: &Path) -> io::Result<Meta> {
-    let walk = resolve(root, host)?;
+pub(crate) fn metadata<'a>(root: impl Into<Sysroot<'a>>, host: &Path) -> io::Result<Meta> {
+    let walk = resolve(root.into(), host)?;
     Ok(Meta {
         metadata: stat(walk.handle())?,
     })
@@ -188,8 +244,8 @@ pub(crate) fn metadata(root: &Path, host: &Path) -> io::Result<Meta> {
 
 /// The absolute host path `host` resolves to inside the root (its
 /// symlinks followed), or `None` when it does not resolve.
-pub(crate) fn resolve_path(root: &Path, host: &Path) -> Option<PathBuf> {
-    resolve(root, host).ok().map(|walk| walk.host_path())
+pub(crate) fn resolve_path<'a>(root: impl Into<Sysroot<'a>>, host: &Path) -> Option<PathBuf> {
+    resolve(root.into(), host).ok().map(|walk| walk.host_path())
 }
 
 /// A regular file opened for reading, or a directory.
@@ -201,8 +257,8 @@ pub struct Opened {
 
 /// Opens `host` under `root` for reading. A FIFO, socket or device is an
 /// `Unsupported` error and is never opened for reading.
-pub(crate) fn open(root: &Path, host: &Path) -> io::Result<Opened> {
-    let walk = resolve(root, host)?;
+pub(crate) fn open<'a>(root: impl Into<Sysroot<'a>>, host: &Path) -> io::Result<Opened> {
+    let walk = resolve(root.into(), host)?;
     let before = stat(walk.handle())?;
     let fd = if before.is_dir() {
         rustix::fs::openat(
@@ -232,7 +288,7 @@ pub(crate) fn open(root: &Path, host: &Path) -> io::Result<Opened> {
 
 /// The names in directory `host` (symlinks to a directory followed inside
 /// the root), sorted, at most [`MAX_DIR_ENTRIES`].
-pub(crate) fn read_dir(root: &Path, host: &Path) -> io::Result<Vec<OsString>> {
+pub(crate) fn read_dir<'a>(root: impl Into<Sysroot<'a>>, host: &Path) -> io::Result<Vec<OsString>> {
     let opened = open(root, host)?;
     if !opened.metadata.is_dir() {
         return Err(io::Error::from(io::ErrorKind::NotADirectory));
@@ -256,8 +312,8 @@ pub(crate) fn read_dir(root: &Path, host: &Path) -> io::Result<Vec<OsString>> {
 /// Reads at most `limit` bytes from the start of regular file `host`, on a
 /// thread of its own: a read stuck longer than `timeout` is abandoned (its
 /// thread left blocked in the kernel) with a `TimedOut` error.
-pub(crate) fn read_limited(
-    root: &Path,
+pub(crate) fn read_limited<'a>(
+    root: impl Into<Sysroot<'a>>,
     host: &Path,
     limit: u64,
     timeout: Duration,
@@ -273,18 +329,18 @@ pub(crate) fn read_limited(
 /// own: a read stuck longer than `timeout` is abandoned (its thread left
 /// blocked in the kernel, or finishing its work unheard) with a `TimedOut`
 /// error.
-fn read_with<T: Send + 'static>(
-    root: &Path,
+fn read_with<'a, T: Send + 'static>(
+    root: impl Into<Sysroot<'a>>,
     host: &Path,
     timeout: Duration,
     read: impl FnOnce(File) -> T + Send + 'static,
 ) -> io::Result<T> {
-    let (root, host) = (root.to_path_buf(), host.to_path_buf());
+    let (root, host) = (SysrootBuf::new(root.into()), host.to_path_buf());
     let (done, result) = mpsc::channel();
     std::thread::Builder::new()
         .name("read-host-file".into())
         .spawn(move || {
-            let opened = open(&root, &host).and_then(|opened| {
+            let opened = open(root.borrow(), &host).and_then(|opened| {
                 if opened.metadata.is_file() {
                     Ok(opened.file)
                 } else {
@@ -321,7 +377,11 @@ const STREAM_CHUNK: usize = 64 * 1024;
 /// must end before `timeout` from now: past it, `open_streamed` or the
 /// read fails with `TimedOut` and the reading thread, stuck in the kernel,
 /// is abandoned.
-pub(crate) fn open_streamed(root: &Path, host: &Path, timeout: Duration) -> io::Result<Streamed> {
+pub(crate) fn open_streamed<'a>(
+    root: impl Into<Sysroot<'a>>,
+    host: &Path,
+    timeout: Duration,
+) -> io::Result<Streamed> {
     open_streamed_with(root, host, timeout, |_, _| Ok(())).map(|(streamed, ())| streamed)
 }
 
@@ -329,21 +389,21 @@ pub(crate) fn open_streamed(root: &Path, host: &Path, timeout: Duration) -> io::
 /// is open and before it streams: it may look at the file (`read_at`) and
 /// seek where the stream should start; what it returns comes back with the
 /// stream.
-pub(crate) fn open_streamed_with<T: Send + 'static>(
-    root: &Path,
+pub(crate) fn open_streamed_with<'a, T: Send + 'static>(
+    root: impl Into<Sysroot<'a>>,
     host: &Path,
     timeout: Duration,
     prepare: impl FnOnce(&mut File, &Metadata) -> io::Result<T> + Send + 'static,
 ) -> io::Result<(Streamed, T)> {
     let deadline = std::time::Instant::now() + timeout;
-    let (root, host) = (root.to_path_buf(), host.to_path_buf());
+    let (root, host) = (SysrootBuf::new(root.into()), host.to_path_buf());
     let (full_tx, full) = mpsc::channel();
     let (free, free_rx) = mpsc::channel::<Vec<u8>>();
     let (opened_tx, opened_rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("read-host-file".into())
         .spawn(move || {
-            let prepared = open(&root, &host).and_then(|opened| {
+            let prepared = open(root.borrow(), &host).and_then(|opened| {
                 if !opened.metadata.is_file() {
                     return Err(io::Error::new(
                         io::ErrorKind::Unsupported,
@@ -577,6 +637,50 @@ mod tests {
         let outside_rel = format!("../../../../../../..{}", outside.path().display());
         symlink(&outside_rel, root.path().join("rel")).unwrap();
         assert!(read(root.path(), "/rel/hostname").is_err());
+    }
+
+    #[test]
+    fn var_elsewhere_is_entered_by_name_and_through_links() {
+        let (root, outside) = tree();
+        let var = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(var.path().join("opt/openshift")).unwrap();
+        std::fs::write(var.path().join("opt/openshift/x.done"), b"var\n").unwrap();
+        // The deployment's own var is empty, as on an ostree disk.
+        std::fs::create_dir_all(root.path().join("var")).unwrap();
+        symlink("var/opt", root.path().join("opt")).unwrap();
+        symlink("/var/opt", root.path().join("run/opt")).unwrap();
+        let sysroot = Sysroot {
+            root: root.path(),
+            var: Some(var.path()),
+        };
+        let read =
+            |host: &str| read_limited(sysroot, Path::new(host), 1 << 20, Duration::from_secs(10));
+        assert_eq!(read("/var/opt/openshift/x.done").unwrap(), b"var\n");
+        assert_eq!(read("/opt/openshift/x.done").unwrap(), b"var\n");
+        assert_eq!(read("/run/opt/openshift/x.done").unwrap(), b"var\n");
+        // `..` from there climbs back to the root, never above it.
+        assert_eq!(read("/var/../run/real/hostname").unwrap(), b"inside\n");
+        assert_eq!(
+            read("/var/../../../run/real/hostname").unwrap(),
+            b"inside\n"
+        );
+        assert_eq!(
+            resolve_path(sysroot, Path::new("/opt/openshift/x.done")).unwrap(),
+            Path::new("/var/opt/openshift/x.done")
+        );
+        assert_eq!(
+            read_dir(sysroot, Path::new("/var/opt")).unwrap(),
+            ["openshift"]
+        );
+        // Without it, the root's own (empty) var.
+        assert!(read_limited(
+            root.path(),
+            Path::new("/opt/openshift/x.done"),
+            10,
+            Duration::from_secs(10)
+        )
+        .is_err());
+        drop(outside);
     }
 
     #[test]

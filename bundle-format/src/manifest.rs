@@ -99,6 +99,36 @@ pub struct Manifest {
     /// The `diagnosis.json` member (`docs/diagnosis.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<DiagnosisEntry>,
+    /// The root the files and the journal were read from; `None` in
+    /// bundles made before the manifest said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<RootReport>,
+}
+
+/// Where a bundle's root was and how it was laid out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RootReport {
+    /// The directory given (`--root`), `/` on a running host.
+    pub path: String,
+    /// Whether that root is the running machine's own `/`: then the
+    /// members of both origins describe one host.
+    pub running_machine: bool,
+    /// `plain` (`/etc`, `/var` directly under the root) or `ostree` (a
+    /// disk's root partition: a deployment and its stateroot's `/var`).
+    pub layout: String,
+    /// The directory `/etc`, `/usr` and `/opt` were read under.
+    pub files: String,
+    /// The directory `/var` was read under.
+    pub var: String,
+    /// The ostree deployment read, `STATEROOT/CHECKSUM.SERIAL`, and why
+    /// that one (booted by default, or the newest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_by: Option<String>,
+    /// Every deployment found, in the order they were weighed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deployments: Vec<String>,
 }
 
 /// The manifest's entry for `diagnosis.json`.
@@ -172,6 +202,27 @@ impl Status {
     }
 }
 
+/// Where a member's content came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The root's own files and journal (the manifest's `root`).
+    Root,
+    /// The machine the collector ran on: a command such as `ip`, `df` or
+    /// `crictl`, its `/proc`, statvfs, a probe on its loopback. Only
+    /// collected when the root is that machine's own `/`, or by the agent.
+    RunningMachine,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Root => "root",
+            Origin::RunningMachine => "running_machine",
+        }
+    }
+}
+
 /// One member a collector tried to produce.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileReport {
@@ -197,6 +248,10 @@ pub struct FileReport {
     /// run without reading them again (the journal cache).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reused_bytes: u64,
+    /// The root or the running machine; `None` in bundles made before
+    /// the manifest said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
 }
 
 /// One collector's entry in the manifest.
@@ -291,5 +346,29 @@ pub fn cut_chars(text: &mut String, max: usize) {
     if let Some((at, _)) = text.char_indices().nth(max) {
         text.truncate(at);
         text.push('…');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A member as bundles wrote it before `origin` existed still reads,
+    /// and a member with an origin names it in snake case.
+    #[test]
+    fn origin_is_optional_and_snake_case() {
+        let old = r#"{"path":"network/hosts","source":"/etc/hosts","status":"ok","reason":null,
+            "archived":true,"bytes":3,"truncated":false,"original_bytes":null,"redactions":0,
+            "duration_ms":1}"#;
+        let mut file: FileReport = serde_json::from_str(old).unwrap();
+        assert_eq!(file.origin, None);
+        assert!(!serde_json::to_string(&file)
+            .unwrap()
+            .contains(r#""origin""#));
+        file.origin = Some(Origin::RunningMachine);
+        let json = serde_json::to_string(&file).unwrap();
+        assert!(json.contains(r#""origin":"running_machine""#), "{json}");
+        let back: FileReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.origin, Some(Origin::RunningMachine));
     }
 }

@@ -5,7 +5,8 @@
 //! first, within a cap of their own. kubelet's rotated logs
 //! (`0.log.<timestamp>.gz`) are shipped inflated, as text named without the
 //! `.gz`. CRI-O's own log is the `journal/units/crio.log` member of the
-//! journal collector.
+//! journal collector. crictl asks the running machine's CRI-O: from a
+//! mounted disk (`collect --root` other than `/`) only files are read.
 
 use std::cmp::Reverse;
 use std::io;
@@ -38,12 +39,14 @@ const POD_LOG_MAX_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_POD_LOGS: usize = 400;
 
 pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
-    m.command("crio/crictl-ps-a.txt", "crictl", ["ps", "-a"])?;
-    m.command("crio/crictl-pods.txt", "crictl", ["pods"])?;
-    m.command("crio/crictl-info.txt", "crictl", ["info"])?;
+    if m.running_machine("crictl") {
+        m.command("crio/crictl-ps-a.txt", "crictl", ["ps", "-a"])?;
+        m.command("crio/crictl-pods.txt", "crictl", ["pods"])?;
+        m.command("crio/crictl-info.txt", "crictl", ["info"])?;
+    }
     let config = Opts::max_bytes(CONFIG_MAX_BYTES);
     for (host, path) in CONFIG_FILES {
-        if crate::rootfs::metadata(&m.ctx().root, Path::new(host)).is_ok() {
+        if crate::rootfs::metadata(m.ctx().sysroot(), Path::new(host)).is_ok() {
             m.file_with(path, host, config)?;
         }
     }

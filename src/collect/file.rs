@@ -54,7 +54,7 @@ pub(super) fn capture_file(
     let started = Instant::now();
     let window = budget.bytes.saturating_add(SEEK_SLACK);
     let opened = crate::rootfs::open_streamed_with(
-        &ctx.root,
+        ctx.sysroot(),
         Path::new(host),
         timeout,
         move |file, meta| Ok(plan(file, meta, window)),

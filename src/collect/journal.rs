@@ -13,7 +13,12 @@
 //! A journal bigger than its budget keeps its newest part.
 //!
 //! When the context's root is a sysroot, journalctl reads that root's
-//! journal through `--root=`.
+//! journal through `--root=`, or through `--directory=` at an ostree disk's
+//! stateroot `/var/log/journal` (`layout`); `-b 0` is then the newest boot
+//! that journal holds, and every boot before the previous one gets a
+//! member of its own (`journal/earlier-boots/`): a disk that never came up
+//! holds one failed boot per attempt. Ignition's lines are taken from every
+//! boot there, as it runs in the first one only.
 //!
 //! The long-running agent reads each byte of the journal once per boot: a
 //! [`Cache`] keeps, between bundles, every journal member as it was shipped
@@ -62,10 +67,20 @@ const NOISY_UNITS: &[&str] = &["crio", "kubelet"];
 /// Where journald keeps its files: volatile first, then persistent.
 const JOURNAL_DIRS: [&str; 2] = ["/run/log/journal", "/var/log/journal"];
 
-/// `--root=<root>` when the context reads a sysroot.
+/// Earlier boots given a member each, newest first.
+const MAX_EARLIER_BOOTS: usize = 16;
+
+/// `--root=<root>` when the context reads a sysroot, `--directory=` at its
+/// journal when its `/var` lies elsewhere.
 pub(crate) fn root_args(ctx: &CollectContext) -> Vec<OsString> {
     if ctx.is_live_root() {
         Vec::new()
+    } else if ctx.var.is_some() {
+        // Its links followed inside the root, so that journalctl, which
+        // follows them itself, cannot be led off the disk.
+        let mut dir = OsString::from("--directory=");
+        dir.push(ctx.host_path(std::path::Path::new("/var/log/journal")));
+        vec![dir]
     } else {
         let mut root = OsString::from("--root=");
         root.push(ctx.root.as_os_str());
@@ -82,11 +97,14 @@ pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
             .collect()
     };
 
-    m.command(
+    let mut boots = Vec::new();
+    m.command_adjusted(
         "journal/list-boots.txt",
         "journalctl",
         args(&["--list-boots", "--no-pager"]),
+        |captured| boots = listed_boots(captured),
     )?;
+    let sysroot = !m.ctx().is_live_root();
     let storage = storage_listing(m.ctx());
     m.generated(
         "journal/storage.txt",
@@ -97,7 +115,11 @@ pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
         unit_log(m, &args, unit)?;
     }
     // Ignition runs in the initramfs, under its own syslog identifier.
-    let mut ignition = vec!["-b", "0", "-t", "ignition"];
+    let mut ignition = if sysroot {
+        vec!["-t", "ignition"]
+    } else {
+        vec!["-b", "0", "-t", "ignition"]
+    };
     ignition.extend(OUTPUT);
     m.journal("journal/units/ignition.log", args(&ignition), |_| {})?;
     let mut this_boot = vec!["-b", "0"];
@@ -112,7 +134,50 @@ pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
         "journal/previous-boot.log",
         args(&previous),
         no_previous_boot_is_a_skip,
-    )
+    )?;
+    if !sysroot {
+        return Ok(());
+    }
+    let earlier: Vec<&(i64, String)> = boots.iter().filter(|(idx, _)| *idx <= -2).collect();
+    if earlier.len() > MAX_EARLIER_BOOTS {
+        m.note(format!(
+            "{} boots before the previous one; the newest {MAX_EARLIER_BOOTS} collected",
+            earlier.len()
+        ));
+    }
+    for (idx, id) in earlier.iter().rev().take(MAX_EARLIER_BOOTS) {
+        let mut boot = vec!["-b", id.as_str()];
+        boot.extend(OUTPUT);
+        m.journal(
+            &format!("journal/earlier-boots/{}-{id}.log", idx.unsigned_abs()),
+            args(&boot),
+            |_| {},
+        )?;
+    }
+    Ok(())
+}
+
+/// `(index, boot ID)` of each line of `journalctl --list-boots` (`IDX BOOT
+/// ID FIRST ENTRY LAST ENTRY`), oldest first; lines of another shape are
+/// left out.
+fn listed_boots(captured: &mut Captured) -> Vec<(i64, String)> {
+    use std::io::Read as _;
+    let mut text = Vec::new();
+    let _ = captured
+        .content
+        .reader()
+        .take(1024 * 1024)
+        .read_to_end(&mut text);
+    String::from_utf8_lossy(&text)
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let idx = words.next()?.parse::<i64>().ok()?;
+            let id = words.next()?;
+            let hex = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
+            hex.then(|| (idx, id.to_owned()))
+        })
+        .collect()
 }
 
 /// Which journal directories exist and how big their files are: says at a
@@ -218,6 +283,76 @@ mod tests {
         let pos = |p: &str| order.iter().position(|&o| o == p).unwrap();
         assert!(pos("journal/units/bootkube.log") < pos("journal/this-boot.log"));
         assert!(pos("journal/this-boot.log") < pos("journal/previous-boot.log"));
+    }
+
+    /// From a disk, each boot before the previous one gets a member;
+    /// on the running machine's own root, the two newest only, as before.
+    #[test]
+    fn earlier_boots_of_a_disk_each_get_a_member() {
+        let bin = tempfile::tempdir().unwrap();
+        script(
+            bin.path(),
+            "journalctl",
+            r#"case "$*" in
+  *--list-boots*) echo "IDX BOOT ID                          FIRST ENTRY                 LAST ENTRY"
+                  echo " -3 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa Thu 2026-11-26 06:00:00 UTC Thu 2026-11-26 06:00:02 UTC"
+                  echo " -2 bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb Thu 2026-11-26 07:00:00 UTC Thu 2026-11-26 07:00:02 UTC"
+                  echo " -1 cccccccccccccccccccccccccccccccc Thu 2026-11-26 08:00:00 UTC Thu 2026-11-26 08:00:02 UTC"
+                  echo "  0 dddddddddddddddddddddddddddddddd Thu 2026-11-26 09:00:00 UTC Thu 2026-11-26 09:00:02 UTC" ;;
+  *) echo "entry for: $*" ;;
+esac"#,
+        );
+        let root = tempfile::tempdir().unwrap();
+        let mut ctx = context(root.path(), Some(fixture_path(Some(bin.path()))));
+        let var = tempfile::tempdir().unwrap();
+        ctx.var = Some(var.path().to_path_buf());
+        let mut sink = MemorySink::new(1 << 20, u64::MAX);
+        let report = run_collector("journal", collect, &ctx, &mut sink).unwrap();
+        let earlier: Vec<&str> = report
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .filter(|p| p.starts_with("journal/earlier-boots/"))
+            .collect();
+        assert_eq!(
+            earlier,
+            [
+                "journal/earlier-boots/2-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.log",
+                "journal/earlier-boots/3-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.log",
+            ]
+        );
+        let oldest = String::from_utf8_lossy(
+            sink.get("journal/earlier-boots/3-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.log")
+                .unwrap(),
+        )
+        .into_owned();
+        let dir = format!("--directory={}", var.path().join("log/journal").display());
+        assert!(
+            oldest.starts_with(&format!(
+                "entry for: {dir} -b aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa "
+            )),
+            "{oldest}"
+        );
+        let ignition =
+            String::from_utf8_lossy(sink.get("journal/units/ignition.log").unwrap()).into_owned();
+        assert!(
+            ignition.starts_with(&format!("entry for: {dir} -t ignition ")),
+            "{ignition}"
+        );
+        assert!(report
+            .files
+            .iter()
+            .all(|f| f.origin == Some(bundle_format::Origin::Root)));
+
+        let ctx = context(Path::new("/"), Some(fixture_path(Some(bin.path()))));
+        let mut sink = MemorySink::new(1 << 20, u64::MAX);
+        let report = run_collector("journal", collect, &ctx, &mut sink).unwrap();
+        assert!(report
+            .files
+            .iter()
+            .all(|f| !f.path.starts_with("journal/earlier-boots/")
+                && (f.origin == Some(bundle_format::Origin::RunningMachine))
+                    == f.source.starts_with("journalctl ")));
     }
 
     #[test]

@@ -23,6 +23,7 @@ use super::report::{
     TIME_LIMIT_REASON,
 };
 use crate::redact::Mode;
+use bundle_format::Origin;
 
 /// Entries a followed journal stream's first read asks for to learn their
 /// size (and all it needs when the stream is that short).
@@ -222,12 +223,25 @@ impl Members<'_> {
     {
         let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let source = command_line(program, &args);
-        let Some(limits) = self.limits(path, &source, opts, "killed") else {
+        let origin = self.command_origin(program);
+        let Some(limits) = self.limits(path, &source, opts, "killed", origin) else {
             return Ok(());
         };
         let mut captured = capture_command(self.ctx, program, &args, source, limits);
         adjust(&mut captured);
-        self.add(path, captured)
+        self.add(path, captured, origin)
+    }
+
+    /// What a command describes: journalctl given a root (`--root=`,
+    /// `--directory=`) reads that root's journal files; every other command
+    /// (and journalctl on the running machine's own `/`) describes the
+    /// machine it runs on.
+    fn command_origin(&self, program: &str) -> Origin {
+        if program == "journalctl" && !self.ctx.is_live_root() {
+            Origin::Root
+        } else {
+            Origin::RunningMachine
+        }
     }
 
     /// Runs `journalctl args…` for member `path`. With a journal cache in
@@ -257,7 +271,8 @@ impl Members<'_> {
             .clone()
             .unwrap_or_else(|| Arc::new(Mutex::new(journal_cache::Cache::new(0))));
         let source = command_line("journalctl", &args);
-        let Some(mut limits) = self.limits(path, &source, Opts::default(), "killed") else {
+        let origin = self.command_origin("journalctl");
+        let Some(mut limits) = self.limits(path, &source, Opts::default(), "killed", origin) else {
             return Ok(());
         };
         let (entry, keep) = cache
@@ -290,6 +305,7 @@ impl Members<'_> {
         } else {
             capture_command(self.ctx, "journalctl", &run_args, source.clone(), limits)
         };
+        no_entries_is_no_failure(&mut captured);
         adjust(&mut captured);
         let (old_bytes, old_redactions, old_cursor) = carried;
         captured.original_bytes += old_bytes;
@@ -315,7 +331,7 @@ impl Members<'_> {
                     .put(path, entry);
             }
         }
-        self.add(path, captured)
+        self.add(path, captured, origin)
     }
 
     /// The first read of a followed journal stream: the newest entries the
@@ -412,11 +428,11 @@ impl Members<'_> {
         let real = self.ctx.host_path(Path::new(host));
         let source = real.display().to_string();
         // A read stuck on a hung filesystem is bounded like a command.
-        let Some(limits) = self.limits(path, &source, opts, "reading stopped") else {
+        let Some(limits) = self.limits(path, &source, opts, "reading stopped", Origin::Root) else {
             return Ok(());
         };
         let captured = capture_file(self.ctx, host, source, limits);
-        self.add(path, captured)
+        self.add(path, captured, Origin::Root)
     }
 
     /// The limits of one command or file read for member `path`: its size
@@ -429,16 +445,17 @@ impl Members<'_> {
         source: &str,
         opts: Opts,
         stopped: &str,
+        origin: Origin,
     ) -> Option<CommandLimits> {
         let budget = self.budget(opts);
         if budget.bytes == 0 {
-            self.record_skip(path, source.to_owned(), budget.reason.to_owned());
+            self.record_skip(path, source.to_owned(), budget.reason.to_owned(), origin);
             return None;
         }
         let left = self.time_left();
         if left.is_zero() {
             let reason = self.time_limit_reason();
-            self.record_skip(path, source.to_owned(), reason);
+            self.record_skip(path, source.to_owned(), reason, origin);
             return None;
         }
         let (timeout, timeout_reason) = if left < self.ctx.command_timeout {
@@ -462,19 +479,36 @@ impl Members<'_> {
         })
     }
 
-    /// Stores content the agent produced itself (summaries). Not truncated:
-    /// a cut JSON document is useless, so it is skipped when it does not fit.
-    pub(crate) fn generated(
+    /// Stores content the agent produced itself from the root's files
+    /// (summaries). Not truncated: a cut JSON document is useless, so it is
+    /// skipped when it does not fit.
+    pub(crate) fn generated(&mut self, path: &str, source: &str, data: Vec<u8>) -> io::Result<()> {
+        self.generated_from(path, source, data, Origin::Root)
+    }
+
+    /// [`Members::generated`], of what the running machine says (its live
+    /// `/proc`, a probe of its loopback).
+    pub(crate) fn generated_live(
+        &mut self,
+        path: &str,
+        source: &str,
+        data: Vec<u8>,
+    ) -> io::Result<()> {
+        self.generated_from(path, source, data, Origin::RunningMachine)
+    }
+
+    fn generated_from(
         &mut self,
         path: &str,
         source: &str,
         mut data: Vec<u8>,
+        origin: Origin,
     ) -> io::Result<()> {
         let started = Instant::now();
         let redactions = self.ctx.redactor.redact(&mut data);
         let budget = self.budget(Opts::default());
         if data.len() as u64 > budget.bytes {
-            self.record_skip(path, source.to_owned(), budget.reason.to_owned());
+            self.record_skip(path, source.to_owned(), budget.reason.to_owned(), origin);
             return Ok(());
         }
         let mut content = Chunks::new(data.len() as u64);
@@ -500,6 +534,7 @@ impl Members<'_> {
                 observer,
                 follow: None,
             },
+            origin,
         )
     }
 
@@ -508,13 +543,40 @@ impl Members<'_> {
         self.files.last().map_or(0, |f| f.bytes)
     }
 
-    /// Lists a member that was not attempted.
+    /// Lists a member of the root that was not attempted.
     pub(crate) fn skip(&mut self, path: &str, source: &str, reason: impl Into<String>) {
-        self.record_skip(path, source.to_owned(), reason.into());
+        self.record_skip(path, source.to_owned(), reason.into(), Origin::Root);
+    }
+
+    /// Lists a member of the running machine that was not attempted.
+    pub(crate) fn skip_live(&mut self, path: &str, source: &str, reason: impl Into<String>) {
+        self.record_skip(
+            path,
+            source.to_owned(),
+            reason.into(),
+            Origin::RunningMachine,
+        );
+    }
+
+    /// Whether members that describe the running machine are collected
+    /// ([`CollectContext::running_machine`]); when not, the collector
+    /// notes which commands it left out, once.
+    pub(crate) fn running_machine(&mut self, left_out: &str) -> bool {
+        if self.ctx.running_machine {
+            return true;
+        }
+        let root = self.ctx.layout.as_ref().map_or_else(
+            || self.ctx.root.display().to_string(),
+            |l| l.report.path.clone(),
+        );
+        self.note(format!(
+            "not run: {left_out} (they describe the machine collect runs on, not the root {root})"
+        ));
+        false
     }
 
     #[allow(clippy::needless_pass_by_value)] // callers hand over what they built
-    fn record_skip(&mut self, path: &str, source: String, reason: String) {
+    fn record_skip(&mut self, path: &str, source: String, reason: String, origin: Origin) {
         self.files.push(FileReport {
             path: escape_controls(path).into_owned(),
             source: escape_controls(&source).into_owned(),
@@ -527,10 +589,11 @@ impl Members<'_> {
             redactions: 0,
             duration_ms: 0,
             reused_bytes: 0,
+            origin: Some(origin),
         });
     }
 
-    fn add(&mut self, path: &str, mut captured: Captured) -> io::Result<()> {
+    fn add(&mut self, path: &str, mut captured: Captured, origin: Origin) -> io::Result<()> {
         // Names built from host file names: escaped and redacted like their
         // content, the same form in the tar name and in the manifest.
         let escaped = escape_controls(path);
@@ -589,8 +652,25 @@ impl Members<'_> {
             redactions: captured.redactions,
             duration_ms: millis(captured.duration),
             reused_bytes: captured.follow.as_ref().map_or(0, |f| f.reused_bytes),
+            origin: Some(origin),
         });
         Ok(())
+    }
+}
+
+/// journalctl (systemd 252, RHCOS 9's) asked for `--show-cursor` over a
+/// query that matches nothing exits 1 without a word on either stream: a
+/// unit that never ran (bootkube on a master, most units of a boot that
+/// did not get far) is a source absent from this journal, skipped, not a
+/// failure. Any real error says something on stderr.
+fn no_entries_is_no_failure(captured: &mut Captured) {
+    if captured.status == Status::Failed
+        && captured.reason.as_deref() == Some("exit code 1")
+        && captured.content.is_empty()
+        && captured.stderr_head.trim().is_empty()
+    {
+        captured.status = Status::Skipped;
+        captured.reason = Some("no entries".into());
     }
 }
 

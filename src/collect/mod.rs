@@ -21,7 +21,8 @@
 //! This file is the registry ([`COLLECTORS`]) and the run over one collector.
 //! The machinery is beside it, one job per file: `context` (the host and the
 //! shared limits), `report` (statuses, member reports, budgets and caps),
-//! `members` (the handle collectors write through), `capture` (one member's
+//! `members` (the handle collectors write through), `layout` (where a
+//! disk's root keeps `/etc` and `/var`), `capture` (one member's
 //! intake and result), `command` (the child-process runner), `file` (host
 //! file capture), `text` (what of a host file may be shipped: text, gzip
 //! inflated within bounds), `chunks` (compressed content in memory) and
@@ -36,6 +37,7 @@ pub(crate) mod crio;
 mod file;
 pub(crate) mod journal;
 pub(crate) mod journal_cache;
+pub(crate) mod layout;
 pub(crate) mod members;
 pub(crate) mod mounts;
 pub(crate) mod network;

@@ -1,6 +1,8 @@
 //! Mounts and disks: the kernel's mount table, `findmnt`, free space and
 //! inodes, and the block device tree. A full `/var` or a missing mount stops crio and kubelet
-//! on a first boot without saying much in their own logs.
+//! on a first boot without saying much in their own logs. The commands
+//! describe the running machine, and are left out when that is not the
+//! host the bundle describes (`collect` from a mounted disk).
 
 use std::io;
 
@@ -8,6 +10,9 @@ use super::members::Members;
 
 pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.file("mounts/mountinfo", "/proc/self/mountinfo")?;
+    if !m.running_machine("findmnt, df, lsblk") {
+        return Ok(());
+    }
     m.command("mounts/findmnt.txt", "findmnt", ["--list"])?;
     m.command("mounts/df-h.txt", "df", ["-h"])?;
     m.command("mounts/df-i.txt", "df", ["-i"])?;

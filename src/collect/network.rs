@@ -7,6 +7,9 @@
 //! NetworkManager keyfiles hold Wi-Fi, 802.1X and VPN secrets (`psk=`,
 //! `password=`, `[vpn-secrets]`…): they are read in keyfile mode, which
 //! replaces every secret value (see `redact`) and counts it in the manifest.
+//!
+//! `ip`, `ss` and `nmcli` describe the running machine: from a mounted
+//! disk (`collect --root` other than `/`) only the root's files are read.
 
 use std::io;
 
@@ -30,26 +33,32 @@ const MAX_CONNECTIONS: usize = 200;
 const CONNECTION_MAX_BYTES: u64 = 256 * 1024;
 
 pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
-    m.command("network/ip-addr.txt", "ip", ["-d", "address", "show"])?;
-    m.command(
-        "network/ip-route.txt",
-        "ip",
-        ["route", "show", "table", "all"],
-    )?;
-    m.command(
-        "network/ip6-route.txt",
-        "ip",
-        ["-6", "route", "show", "table", "all"],
-    )?;
-    m.command("network/ip-link.txt", "ip", ["-s", "-d", "link", "show"])?;
-    m.command("network/ip-rule.txt", "ip", ["rule", "show"])?;
-    m.command("network/ip6-rule.txt", "ip", ["-6", "rule", "show"])?;
-    m.command("network/ip-neigh.txt", "ip", ["neigh", "show"])?;
-    m.command("network/ss-tulpn.txt", "ss", ["-tulpn"])?;
+    let live = m.running_machine("ip, ss, nmcli");
+    if live {
+        m.command("network/ip-addr.txt", "ip", ["-d", "address", "show"])?;
+        m.command(
+            "network/ip-route.txt",
+            "ip",
+            ["route", "show", "table", "all"],
+        )?;
+        m.command(
+            "network/ip6-route.txt",
+            "ip",
+            ["-6", "route", "show", "table", "all"],
+        )?;
+        m.command("network/ip-link.txt", "ip", ["-s", "-d", "link", "show"])?;
+        m.command("network/ip-rule.txt", "ip", ["rule", "show"])?;
+        m.command("network/ip6-rule.txt", "ip", ["-6", "rule", "show"])?;
+        m.command("network/ip-neigh.txt", "ip", ["neigh", "show"])?;
+        m.command("network/ss-tulpn.txt", "ss", ["-tulpn"])?;
+    }
     m.file("network/resolv.conf", "/etc/resolv.conf")?;
     m.file("network/hosts", "/etc/hosts")?;
     m.file("network/hostname", "/etc/hostname")?;
     connections(m)?;
+    if !live {
+        return Ok(());
+    }
     m.command("network/nmcli-device.txt", "nmcli", ["device", "status"])?;
     m.command("network/nmcli-device-show.txt", "nmcli", ["device", "show"])?;
     m.command(

@@ -135,6 +135,7 @@ mod tests {
             redactions: 1,
             duration_ms: 0,
             reused_bytes: 0,
+            origin: None,
         }
     }
 

@@ -5,7 +5,11 @@
 //!
 //! The summary and the commands always describe the running machine; when the
 //! context's root is a sysroot, `summary.json` says so with
-//! `"source": "live system"` and names the root the files came from.
+//! `"source": "live system"` and names the root the files came from. When
+//! the running machine is not the host the bundle describes (`collect`
+//! from a mounted disk), neither is collected; an ostree disk's deployments,
+//! which one was read and why, are `ostree-deployments.txt` instead, and
+//! Ignition's record of its run (`/etc/.ignition-result.json`) is read.
 
 use std::io;
 
@@ -20,6 +24,17 @@ pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     m.file("system/uptime", "/proc/uptime")?;
     m.file("system/meminfo", "/proc/meminfo")?;
     m.file("system/cpuinfo", "/proc/cpuinfo")?;
+    if let Some(layout) = m.ctx().layout.as_ref().filter(|l| !l.account.is_empty()) {
+        let account = layout.account.clone().into_bytes();
+        let source = format!("{}/ostree/deploy", m.ctx().root_report().path);
+        m.generated("system/ostree-deployments.txt", &source, account)?;
+    }
+    if !m.running_machine("uname, timedatectl, chronyc, rpm-ostree, the /proc and statvfs summary")
+    {
+        // What Ignition recorded of its run on the disk (absent when it
+        // never finished one).
+        return m.file("system/ignition-result.json", "/etc/.ignition-result.json");
+    }
     m.command("system/uname.txt", "uname", ["-a"])?;
     m.command(
         "system/timedatectl.txt",
@@ -38,7 +53,7 @@ pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
     let summary = summary(&m.ctx().root.display().to_string(), m.ctx().is_live_root());
     let mut data = serde_json::to_vec_pretty(&summary).unwrap_or_default();
     data.push(b'\n');
-    m.generated(
+    m.generated_live(
         "system/summary.json",
         "/proc and statvfs (live system)",
         data,

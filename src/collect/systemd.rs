@@ -3,7 +3,9 @@
 //! endpoint answers right now. A failed `release-image.service` or a kubelet
 //! that never turns healthy is usually the first thing to look at.
 //!
-//! systemctl and the healthz probe always describe the running machine.
+//! systemctl and the healthz probe always describe the running machine:
+//! neither runs when that is not the host the bundle describes (`collect`
+//! from a mounted disk), whose failed units its journal tells.
 
 use std::io::{self, Read as _, Write as _};
 use std::net::{TcpStream, ToSocketAddrs as _};
@@ -37,6 +39,9 @@ const HEALTHZ_TIMEOUT: Duration = Duration::from_secs(3);
 const HEALTHZ_MAX_BYTES: u64 = 16 * 1024;
 
 pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
+    if !m.running_machine("systemctl, the kubelet healthz probe") {
+        return Ok(());
+    }
     m.command(
         "systemd/list-units.txt",
         "systemctl",
@@ -138,14 +143,14 @@ fn status_exit_is_an_answer(captured: &mut Captured) {
 fn healthz(m: &mut Members<'_>) -> io::Result<()> {
     const PATH: &str = "systemd/kubelet-healthz.txt";
     let Some(url) = m.ctx().kubelet_healthz_url.clone() else {
-        m.skip(PATH, "kubelet healthz", "no kubelet healthz URL configured");
+        m.skip_live(PATH, "kubelet healthz", "no kubelet healthz URL configured");
         return Ok(());
     };
     let answer = match probe(&url) {
         Ok(answer) => answer,
         Err(err) => format!("GET {url}\nno answer: {err}\n"),
     };
-    m.generated(PATH, &format!("GET {url}"), answer.into_bytes())
+    m.generated_live(PATH, &format!("GET {url}"), answer.into_bytes())
 }
 
 /// A plain HTTP/1.0 GET: the endpoint is on loopback and speaks http; a

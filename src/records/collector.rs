@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 use super::summary::{
-    read_record, DoneMarker, Summary, MAX_DONE_MARKERS, MAX_RECORD_FILES, RECORDS_DIR,
+    read_record_in, DoneMarker, Summary, MAX_DONE_MARKERS, MAX_RECORD_FILES, RECORDS_DIR,
     SUMMARY_MAX_BYTES,
 };
 use crate::collect::context::HostFile;
@@ -128,7 +128,7 @@ fn summarize(m: &Members<'_>, records: &[HostFile], summary: &mut Summary) {
             ));
             return;
         }
-        match read_record(&m.ctx().root, &file.host, timeout) {
+        match read_record_in(m.ctx().sysroot(), &file.host, timeout) {
             Ok(parsed) => summary.add_parsed(&file.name, parsed),
             Err(err) => summary.add_problem(&format!("{}: cannot read: {err}", file.name)),
         }

@@ -155,6 +155,16 @@ pub fn read_record(
     host: &str,
     timeout: std::time::Duration,
 ) -> std::io::Result<Parsed> {
+    read_record_in(root.into(), host, timeout)
+}
+
+/// [`read_record`] under a root whose `/var` may lie elsewhere (an ostree
+/// disk's stateroot, `collect::layout`).
+pub(crate) fn read_record_in(
+    root: crate::rootfs::Sysroot<'_>,
+    host: &str,
+    timeout: std::time::Duration,
+) -> std::io::Result<Parsed> {
     let file = crate::rootfs::open_streamed(root, std::path::Path::new(host), timeout)?;
     Ok(parse_reader(std::io::Read::take(file, PARSE_LIMIT)))
 }

@@ -1,5 +1,12 @@
 //! `collect -o FILE`: the very bundle the agent ships, written to a file
 //! or stdout with no service involved, and a one-line report of it.
+//!
+//! With `--root /` it collects what the agent would on this host. With any
+//! other root (a disk mounted from a live ISO or a rescue boot) it reads
+//! that root's files and journal only: a command such as `ip`, `df` or
+//! `crictl` would describe the rescue machine, so none runs, and the
+//! manifest names the origin of every member and how the root was laid out
+//! (`collect::layout`: a plain root or an ostree disk's root partition).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -11,7 +18,7 @@ use clap::Args;
 
 use crate::assemble::write_bundle;
 use crate::bundle::{BundleLimits, BundleMeta, Manifest};
-use crate::collect::CollectContext;
+use crate::collect::{layout, CollectContext};
 use crate::config::DEFAULT_KUBELET_HEALTHZ_URL;
 use crate::contract;
 use crate::redact::Redactor;
@@ -25,9 +32,18 @@ pub(crate) struct CollectArgs {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub(crate) output: PathBuf,
 
-    /// Sysroot prefix for every host file read.
+    /// Sysroot prefix for every host file read: `/` for this host, or a
+    /// disk mounted from a rescue system (a plain root, or RHCOS's `root`
+    /// partition with its ostree deployments); then only that root's files
+    /// and journal are read, no command about this machine runs.
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub(crate) root: PathBuf,
+
+    /// The root is this machine's own `/` seen from elsewhere (a container
+    /// with the host's `/` mounted at DIR): run the commands that describe
+    /// this machine too, as with `--root /`.
+    #[arg(long)]
+    pub(crate) same_machine: bool,
 
     /// Discovery contract directory, read only for the host's IDs and the
     /// secrets to scrub [default: <root>/etc/assisted-boot-reporter].
@@ -119,7 +135,9 @@ pub(crate) fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result
         "size caps must be above zero"
     );
     let started = Instant::now();
-    let contract = contract::Dir::at(&args.root, args.config_dir.as_deref());
+    let running_machine = args.same_machine || crate::collect::context::is_live_root(&args.root);
+    let layout = layout::find(&args.root, running_machine);
+    let contract = contract::Dir::at(&layout.files, args.config_dir.as_deref());
     // Unreadable or missing parts of the contract leave a field empty: this
     // tool must work on a host whose contract is already gone.
     let contract_value = |name: &str| contract.read(name).ok().flatten();
@@ -135,8 +153,11 @@ pub(crate) fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result
     }
     let redactor = Redactor::new(secrets);
     crate::redact::install_for_logs(&redactor);
-    let mut ctx = CollectContext::new(args.root.clone(), args.command_timeout, redactor);
+    let mut ctx = CollectContext::new(layout.files.clone(), args.command_timeout, redactor);
     ctx.kubelet_healthz_url = Some(args.kubelet_healthz_url.clone());
+    ctx.var.clone_from(&layout.var);
+    ctx.running_machine = running_machine;
+    ctx.layout = Some(layout);
     let boot_id = ctx
         .read_host_file("/proc/sys/kernel/random/boot_id", 64, args.command_timeout)
         .map(|s| String::from_utf8_lossy(&s).trim().to_owned())
@@ -220,6 +241,17 @@ pub(crate) fn collect(args: &CollectArgs, log: &mut dyn Write) -> anyhow::Result
         peak_rss_kib().map_or_else(|| "?".into(), |k| k.to_string()),
         started.elapsed().as_secs_f64(),
     );
+    if let Some(root) = manifest.root.as_ref().filter(|r| !r.running_machine) {
+        let layout = match (&root.deployment, &root.chosen_by) {
+            (Some(deployment), Some(why)) => format!("ostree deployment {deployment} ({why})"),
+            _ => format!("{} root", root.layout),
+        };
+        let _ = writeln!(
+            log,
+            "root {}: {layout}; its files and journal only, no command about this machine run",
+            root.path
+        );
+    }
     if let Some(digest) = manifest.digest() {
         let _ = writeln!(log, "records: {digest}");
     }

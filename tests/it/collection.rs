@@ -91,6 +91,9 @@ impl Host {
             .arg("--root")
             .arg(self.root())
             .args(["--kubelet-healthz-url", "http://127.0.0.1:1/healthz"])
+            // The fake tools stand for this machine's: the fixture root is
+            // this host seen from elsewhere, so its commands run too.
+            .arg("--same-machine")
             .args(extra_args)
             .env_clear()
             .env("PATH", path);

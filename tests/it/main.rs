@@ -23,6 +23,7 @@ mod inspect_cluster;
 mod journal_cycles;
 mod lifecycle;
 mod manpage;
+mod offline_root;
 mod proxy;
 mod secrets;
 mod systemd_unit;

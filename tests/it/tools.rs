@@ -100,6 +100,8 @@ fn inspect_prints_the_story_of_a_collected_bundle() {
             root.as_os_str(),
             "--kubelet-healthz-url".as_ref(),
             "http://127.0.0.1:1/healthz".as_ref(),
+            // The fixture root is this host (its fake systemctl's).
+            "--same-machine".as_ref(),
         ],
         &[("FAKE_SYSTEMCTL_FAILED", "release-image.service")],
         tmp.path(),
