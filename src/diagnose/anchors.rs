@@ -260,7 +260,7 @@ fn commonness(b: u8) -> u32 {
 }
 
 /// Whether a 4-byte sequence is among the commonest of a healthy journal.
-fn is_common(gram: &[u8]) -> bool {
+pub(super) fn is_common(gram: &[u8]) -> bool {
     let word = u32::from_le_bytes([gram[0], gram[1], gram[2], gram[3]]);
     COMMON_4GRAMS.binary_search(&word).is_ok()
 }

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
 
+use super::anchors::is_common;
 use super::line;
 use super::signal::{Category, Nature, Signal};
 
@@ -489,12 +490,23 @@ fn parse_pattern(text: &str) -> Result<Pattern<'_>, String> {
     if !literals().any(|l| l.len() >= MIN_LITERAL) {
         return Err(format!("no literal part of {MIN_LITERAL} bytes or more"));
     }
+    // The rarest run is the anchor: the one with the most 4-byte sequences
+    // outside a healthy journal's commonest (`grams.rs`), then the longest.
+    // A long but common run (`): state changed `) would stop the finder on
+    // every healthy line that holds it, and each stop costs a read.
+    let rarity = |run: &str| {
+        let rare = run.as_bytes().windows(4).filter(|g| !is_common(g)).count();
+        (rare, run.len())
+    };
     let anchor = literals()
         .flat_map(|l| l.split(['"', '\\']))
-        .fold(
-            "",
-            |best, run| if run.len() > best.len() { run } else { best },
-        );
+        .fold("", |best, run| {
+            if rarity(run) > rarity(best) {
+                run
+            } else {
+                best
+            }
+        });
     if anchor.len() < MIN_ANCHOR {
         return Err(format!(
             "no run of {MIN_ANCHOR} bytes without `\"` or `\\` in a literal part (the anchor)"
