@@ -51,6 +51,9 @@ pub(crate) enum Command {
     /// failed units, the bootstrap services' timeline, redactions; or, for
     /// several bundles, a cluster's hosts and the causes they share.
     Inspect(crate::tools::InspectArgs),
+    /// List every failure signature the diagnosis recognises: id, category,
+    /// severity, the upstream source of the message, an example line.
+    Signatures(crate::tools::SignaturesArgs),
     /// Check the configuration `run` would use on this host and print each
     /// setting with where its value came from (flag, environment, contract
     /// file, reporter.conf, default).
@@ -73,8 +76,8 @@ pub enum Failure {
     /// The boot-time agent could not even start (it logs every later
     /// problem itself). Never fails the boot.
     Agent(anyhow::Error),
-    /// An interactive tool (`ignition`, `collect`, `inspect`, `config
-    /// check`) failed: its caller must see it.
+    /// An interactive tool (`ignition`, `collect`, `inspect`, `signatures`,
+    /// `config check`) failed: its caller must see it.
     Tool(anyhow::Error),
 }
 
@@ -85,6 +88,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Ignition(args) => crate::ignition::run(&args).map_err(Failure::Tool),
         Command::Collect(args) => crate::tools::collect_command(&args).map_err(Failure::Tool),
         Command::Inspect(args) => crate::tools::inspect_command(&args).map_err(Failure::Tool),
+        Command::Signatures(args) => crate::tools::signatures_command(&args).map_err(Failure::Tool),
         Command::Config(ConfigCommand::Check(args)) => {
             crate::tools::config_check_command(&args.into()).map_err(Failure::Tool)
         }

@@ -9,6 +9,7 @@ use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::AhoCorasick;
 
+use super::catalogue::{Catalogue, CATALOGUE_BIT};
 use super::grams::COMMON_4GRAMS;
 use super::needles::NEEDLES;
 use super::rules::{Dispatch, RULES, UNIT_EVENT_ANCHORS, UNIT_EVENT_BIT, UNIT_OK_ANCHORS};
@@ -43,11 +44,29 @@ fn anchor_table() -> &'static [(&'static str, Dispatch)] {
         for anchor in UNIT_EVENT_ANCHORS.iter().chain(UNIT_OK_ANCHORS) {
             add(anchor, UNIT_EVENT_BIT);
         }
+        // The catalogue's: a line holding one is put to the entries whose
+        // anchors it holds (`catalogue.rs`). The finder looks for the
+        // first MAX_ANCHOR bytes of a longer one.
+        for anchor in Catalogue::get().anchors() {
+            add(truncate(anchor, MAX_ANCHOR), CATALOGUE_BIT);
+        }
         assert!(table
             .iter()
             .all(|(a, _)| (NEEDLE..=MAX_ANCHOR).contains(&a.len())));
         table
     })
+}
+
+/// The first `max` bytes of `text` at most, cut at a character boundary.
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 pub(super) fn anchors() -> &'static AhoCorasick {
@@ -220,6 +239,9 @@ const NEEDLE: usize = 4;
 const MAX_ANCHOR: usize = 64;
 /// Teddy builds for at most this many patterns.
 const NEEDLES_PER_SEARCHER: usize = 64;
+/// Teddy is slim (8 buckets, 32 bytes a step with AVX2) up to this many
+/// patterns, fat (16 buckets, 16 bytes a step) past it.
+const SLIM_TEDDY: usize = 32;
 /// What covering one more anchor is worth against the needle's rarity
 /// score ([`commonness`] summed over its bytes).
 const COVER_WEIGHT: i64 = 2;
@@ -238,7 +260,7 @@ fn commonness(b: u8) -> u32 {
 }
 
 /// Whether a 4-byte sequence is among the commonest of a healthy journal.
-fn is_common(gram: &[u8]) -> bool {
+pub(super) fn is_common(gram: &[u8]) -> bool {
     let word = u32::from_le_bytes([gram[0], gram[1], gram[2], gram[3]]);
     COMMON_4GRAMS.binary_search(&word).is_ok()
 }
@@ -362,17 +384,17 @@ impl AnchorFinder {
             }
         }
         packed.sort_unstable();
-        let mut grams: Vec<(u32, usize, usize)> = packed
-            .iter()
-            .map(|&k| {
-                (
-                    (k >> 32) as u32,
-                    (k >> 8 & 0xff_ffff) as usize,
-                    (k & 0xff) as usize,
-                )
-            })
-            .collect();
-        grams.dedup_by_key(|&mut (gram, i, _)| (gram, i));
+        // Each gram once per anchor (its first place): the key without
+        // the place is the gram and the anchor. Kept packed: a copy as
+        // triples would triple the start-up's peak memory.
+        packed.dedup_by_key(|k| *k >> 8);
+        let unpack = |k: u64| {
+            (
+                (k >> 32) as u32,
+                (k >> 8 & 0xff_ffff) as usize,
+                (k & 0xff) as usize,
+            )
+        };
         // The needles chosen and grouped offline (`needles.rs`): each
         // anchor belongs to the first needle it holds.
         let mut covered = vec![false; table.len()];
@@ -389,8 +411,12 @@ impl AnchorFinder {
                 let Ok(word) = <[u8; NEEDLE]>::try_from(*needle).map(u32::from_le_bytes) else {
                     continue;
                 };
-                let first = grams.partition_point(|&(gram, _, _)| gram < word);
-                for &(_, i, at) in grams[first..].iter().take_while(|&&(g, _, _)| g == word) {
+                let first = packed.partition_point(|&k| ((k >> 32) as u32) < word);
+                for (_, i, at) in packed[first..]
+                    .iter()
+                    .map(|&k| unpack(k))
+                    .take_while(|&(g, _, _)| g == word)
+                {
                     if !covered[i] {
                         let (anchor, dispatch) = table[i];
                         owners[p].push((anchor.as_bytes(), at, dispatch, i));
@@ -400,8 +426,10 @@ impl AnchorFinder {
             }
             lists.push((needles, owners));
         }
-        // Anchors added since the table was written: needles of their
-        // own, in searchers after those.
+        // Anchors added since the table was written, and the catalogue's
+        // that hold none of its needles: needles of their own, first in the
+        // room the table's searchers have left (no extra pass over the
+        // bytes), then in searchers after those.
         let rest: Vec<usize> = (0..table.len()).filter(|&i| !covered[i]).collect();
         if !rest.is_empty() {
             let sub: Vec<(&'static str, Dispatch)> = rest.iter().map(|&i| table[i]).collect();
@@ -411,11 +439,26 @@ impl AnchorFinder {
                     owner.3 = rest[owner.3];
                 }
             }
-            for (chunk, chunk_owners) in needles
-                .chunks(NEEDLES_PER_SEARCHER)
-                .zip(owners.chunks(NEEDLES_PER_SEARCHER))
-            {
-                lists.push((chunk.to_vec(), chunk_owners.to_vec()));
+            let mut chosen = needles.into_iter().zip(owners);
+            for (list, list_owners) in &mut lists {
+                // Past SLIM_TEDDY needles Teddy turns fat (16 buckets, half
+                // the bytes a step): a slim searcher is filled to that.
+                let room = if list.len() <= SLIM_TEDDY {
+                    SLIM_TEDDY
+                } else {
+                    NEEDLES_PER_SEARCHER
+                };
+                while list.len() < room {
+                    let Some((needle, held)) = chosen.next() else {
+                        break;
+                    };
+                    list.push(needle);
+                    list_owners.push(held);
+                }
+            }
+            let left: Vec<_> = chosen.collect();
+            for chunk in left.chunks(NEEDLES_PER_SEARCHER) {
+                lists.push(chunk.iter().cloned().unzip());
             }
         }
         let mut searchers = Vec::new();
@@ -453,15 +496,35 @@ impl AnchorFinder {
         AnchorFinder::build(anchor_table(), table_needles)
     }
 
-    /// Whether every anchor holds a needle of the table written offline
-    /// (`needles.rs`): otherwise the anchors added since cost a searcher
-    /// of their own, and the table should be written again.
+    /// A finder for `extra` anchors beside the table's (tests: where the
+    /// needles of anchors outside `needles.rs` go).
+    #[cfg(test)]
+    pub(super) fn built_with_extra(extra: &[&'static str]) -> AnchorFinder {
+        let mut table = anchor_table().to_vec();
+        table.extend(extra.iter().map(|&a| (a, CATALOGUE_BIT)));
+        AnchorFinder::build(&table, NEEDLES)
+    }
+
+    /// Whether every rule's anchor holds a needle of the table written
+    /// offline (`needles.rs`): otherwise the anchors added since cost a
+    /// searcher of their own, and the table should be written again. The
+    /// catalogue's anchors take needles chosen at start-up.
     #[cfg(test)]
     pub(super) fn anchors_without_a_table_needle() -> Vec<&'static str> {
         anchor_table()
             .iter()
+            .filter(|(_, d)| *d != CATALOGUE_BIT)
             .map(|(a, _)| *a)
             .filter(|a| !NEEDLES.iter().flat_map(|l| l.iter()).any(|n| a.contains(n)))
+            .collect()
+    }
+
+    /// How many needles each searcher holds (one pass over the bytes each).
+    #[cfg(test)]
+    pub(super) fn searcher_sizes(&self) -> Vec<usize> {
+        self.searchers
+            .iter()
+            .map(|(_, owners)| owners.len())
             .collect()
     }
 

@@ -1005,7 +1005,7 @@ fn finding(mut acc: Acc, severity: Severity) -> Finding {
         category: acc.signal.category,
         severity,
         summary: line::shorten(&summary, 300),
-        hint: acc.signal.category.hint().to_owned(),
+        hint: acc.signal.hint().to_owned(),
         key: acc.signal.key,
         occurrences: acc.count,
         first_seen: acc.first_at.map(format_time),

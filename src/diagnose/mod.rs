@@ -5,8 +5,9 @@
 //! is worth reading): the redacted bytes on their way to the spool pass
 //! through it too, so no journal is read twice. A scanner finds candidate
 //! lines with one multi-pattern pass ([`ANCHORS`]), takes them apart
-//! ([`parse_line`]) and asks the rules (one module per family) for a
-//! [`Signal`]: a category, the decisive value (`key`) and a one-line summary.
+//! ([`parse_line`]) and asks the signature catalogue (`signatures/*.sigs`)
+//! and the rules (one module per family) for a [`Signal`]: a category, the
+//! decisive value (`key`) and a one-line summary.
 //! Memory is bounded whatever the member weighs: lines are cut at
 //! [`MAX_LINE`] bytes, evidence text at [`MAX_EVIDENCE_CHARS`], and each
 //! member keeps at most [`MAX_KEYS_PER_MEMBER`] distinct signals with
@@ -23,11 +24,14 @@
 //! - `engine.rs`: [`Engine`], correlation, severity, ordering;
 //! - `scanner.rs`: [`Scanner`], one member read as it streams, its bounds;
 //! - `finding.rs`: `diagnosis.json`'s shape ([`Diagnosis`]) and its headline;
-//! - `classify.rs`: [`classify`], a message put to the rules its anchors name;
+//! - `classify.rs`: [`classify`], a message put to the rules and entries its
+//!   anchors name, and which of them speaks;
 //! - `anchors.rs`: [`ANCHORS`] and their vectorised finder;
 //! - `needles.rs`: the finder's needles, chosen and grouped offline;
 //! - `grams.rs`: the commonest 4-byte sequences of a healthy journal;
 //! - `rules.rs`: the rules in precedence order with their anchors;
+//! - `catalogue.rs`: the signature catalogue (`signatures/*.sigs`, embedded
+//!   by `build.rs`): entries parsed, their anchors, a message matched;
 //! - `net.rs`, `netconf.rs`, `host.rs`, `tls.rs`, `registry.rs`, `runtime.rs`,
 //!   `storage.rs`, `machine.rs`, `node.rs`: one family of rules each;
 //! - `files.rs`: the host files read whole (resolv.conf against the
@@ -41,6 +45,7 @@
 //! small helpers the agent, `inspect` and the fuzz targets call.
 
 mod anchors;
+mod catalogue;
 mod classify;
 mod engine;
 mod files;
@@ -95,6 +100,37 @@ pub(crate) fn progress_info(
 /// At most `max` characters of `text`, `…` when cut.
 pub(crate) fn shorten_text(text: &str, max: usize) -> String {
     line::shorten(text, max)
+}
+
+/// One catalogue entry as `signatures` lists it.
+#[derive(Debug, Clone)]
+pub struct SignatureRow {
+    pub id: &'static str,
+    pub category: &'static str,
+    pub severity: &'static str,
+    pub source: &'static str,
+    /// Its first example line.
+    pub example: &'static str,
+    pub hint: &'static str,
+    pub file: &'static str,
+}
+
+/// Every entry of the signature catalogue, in the catalogue's order (files
+/// by name, entries as written).
+pub fn signature_list() -> Vec<SignatureRow> {
+    catalogue::Catalogue::get()
+        .entries
+        .iter()
+        .map(|e| SignatureRow {
+            id: e.id,
+            category: e.category.as_str(),
+            severity: e.level.as_str(),
+            source: e.source,
+            example: e.examples.first().map_or("", |x| x.line),
+            hint: e.hint(),
+            file: e.file,
+        })
+        .collect()
 }
 
 /// Scans a whole text as one member (tests, fuzzing, offline checks).

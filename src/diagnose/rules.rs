@@ -485,4 +485,7 @@ pub(super) const RULES: &[Rule] = &[
 pub(super) type Dispatch = u64;
 /// The bit of the unit events in a [`Dispatch`].
 pub(super) const UNIT_EVENT_BIT: Dispatch = 1 << 63;
-const _: () = assert!(RULES.len() < 63, "one dispatch bit per rule");
+const _: () = assert!(
+    RULES.len() < 62,
+    "one dispatch bit per rule; bit 62 is the catalogue's (`catalogue::CATALOGUE_BIT`)"
+);

@@ -44,7 +44,6 @@ pub enum Category {
 }
 
 impl Category {
-    #[cfg(test)]
     pub(crate) const ALL: [Category; 32] = [
         Category::DnsResolution,
         Category::Proxy,
@@ -115,6 +114,11 @@ impl Category {
             Category::PodNetwork => "pod_network",
             Category::Other => "other",
         }
+    }
+
+    /// The category of a stable name (the catalogue's `category:`).
+    pub(crate) fn from_name(name: &str) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.as_str() == name)
     }
 
     /// What to check, shown with every finding of the category.
@@ -202,6 +206,8 @@ pub struct Signal {
     pub(crate) key: String,
     pub summary: String,
     pub(crate) nature: Nature,
+    /// The catalogue entry that spoke (its index), `None` for a rule's.
+    pub(crate) signature: Option<u32>,
 }
 
 impl Signal {
@@ -216,6 +222,15 @@ impl Signal {
             key: key.into(),
             summary,
             nature,
+            signature: None,
         }
+    }
+
+    /// What to check: the catalogue entry's hint, else the category's.
+    pub(crate) fn hint(&self) -> &'static str {
+        let catalogue = super::catalogue::Catalogue::get();
+        self.signature
+            .and_then(|i| catalogue.entries.get(i as usize))
+            .map_or_else(|| self.category.hint(), |e| e.hint())
     }
 }

@@ -6,6 +6,8 @@
 //! ([`inspect`]); `inspect` on several bundles reads a cluster's hosts
 //! together ([`cluster`]).
 //!
+//! `signatures` lists the diagnosis's signature catalogue ([`signatures`]).
+//!
 //! `config check` resolves the configuration `run` would use, strictly,
 //! and prints every setting with where its value came from
 //! ([`config_check`]).
@@ -18,6 +20,7 @@ pub(crate) mod cluster;
 pub(crate) mod collect;
 pub(crate) mod config_check;
 pub mod inspect;
+pub(crate) mod signatures;
 
 pub(crate) use collect::{collect_command, CollectArgs};
 pub(crate) use config_check::config_check_command;
@@ -25,3 +28,4 @@ pub use inspect::{
     inspect, inspect_command, inspect_from, printable, InspectArgs, INSPECT_JSON_VERSION,
     MAX_MEMBERS,
 };
+pub(crate) use signatures::{signatures_command, SignaturesArgs};

@@ -41,6 +41,7 @@ fn man_pages_match_the_cli() {
     );
     assert!(pages.contains_key("assisted-boot-reporter-run.1"));
     assert!(pages.contains_key("assisted-boot-reporter-ignition.1"));
+    assert!(pages.contains_key("assisted-boot-reporter-signatures.1"));
 
     let dir = man_dir();
     if std::env::var_os("UPDATE_MANPAGES").is_some() {

@@ -1,7 +1,8 @@
 //! `collect -o FILE` and `inspect FILE`, through the real binary: inspect on
 //! a bundle `collect` made from the fixture root, on a bundle the agent
 //! shipped to the mock service during a boot, and the exit codes of both
-//! tools when something is wrong (1 at run time, 2 for usage).
+//! tools when something is wrong (1 at run time, 2 for usage); and
+//! `signatures [--json]`, the catalogue the binary embeds.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -41,6 +42,35 @@ fn inspect(bundle: &Path) -> String {
         text(&out.stderr)
     );
     text(&out.stdout)
+}
+
+#[test]
+fn signatures_lists_the_embedded_catalogue() {
+    let none = Path::new("/nonexistent");
+    let out = run(&["signatures".as_ref(), "--json".as_ref()], &[], none);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!rows.is_empty());
+    let mut ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    for row in &rows {
+        for field in ["id", "category", "severity", "source", "example"] {
+            assert!(
+                row[field].as_str().is_some_and(|v| !v.is_empty()),
+                "{field}: {row}"
+            );
+        }
+    }
+    let listed = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), listed, "ids are unique");
+    let plain = run(&["signatures".as_ref()], &[], none);
+    assert_eq!(plain.status.code(), Some(0));
+    let plain = text(&plain.stdout);
+    assert_eq!(plain.lines().count(), rows.len());
+    for (line, row) in plain.lines().zip(&rows) {
+        assert!(line.starts_with(row["id"].as_str().unwrap()), "{line}");
+    }
 }
 
 #[test]
