@@ -10,7 +10,7 @@ use std::sync::{LazyLock, OnceLock};
 use aho_corasick::AhoCorasick;
 
 use super::catalogue::{Catalogue, CATALOGUE_BIT};
-use super::grams::COMMON_4GRAMS;
+use super::grams::is_common;
 use super::needles::NEEDLES;
 use super::rules::{Dispatch, RULES, UNIT_EVENT_ANCHORS, UNIT_EVENT_BIT, UNIT_OK_ANCHORS};
 
@@ -257,12 +257,6 @@ fn commonness(b: u8) -> u32 {
         b'A'..=b'Z' => 3,
         _ => 2,
     }
-}
-
-/// Whether a 4-byte sequence is among the commonest of a healthy journal.
-pub(super) fn is_common(gram: &[u8]) -> bool {
-    let word = u32::from_le_bytes([gram[0], gram[1], gram[2], gram[3]]);
-    COMMON_4GRAMS.binary_search(&word).is_ok()
 }
 
 /// Needles for the anchors, chosen greedily: each time the 4-byte sequence

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
 
-use super::anchors::is_common;
+use super::grams::is_common;
 use super::line;
 use super::signal::{Category, Nature, Signal};
 
@@ -827,3 +827,12 @@ pub(super) fn classify(message: &str) -> Option<Signal> {
 
 #[cfg(test)]
 mod tests;
+
+/// What to check for a signal: the catalogue entry's hint when an entry
+/// spoke, else the category's.
+pub(super) fn hint_of(signal: &Signal) -> &'static str {
+    signal
+        .signature
+        .and_then(|i| Catalogue::get().entries.get(i as usize))
+        .map_or_else(|| signal.category.hint(), |e| e.hint())
+}

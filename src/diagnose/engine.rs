@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::catalogue;
 use super::classify::classify;
 use super::files;
 use super::finding::{Consequence, Diagnosis, Evidence, Finding, FORMAT_VERSION};
@@ -1005,7 +1006,7 @@ fn finding(mut acc: Acc, severity: Severity) -> Finding {
         category: acc.signal.category,
         severity,
         summary: line::shorten(&summary, 300),
-        hint: acc.signal.hint().to_owned(),
+        hint: catalogue::hint_of(&acc.signal).to_owned(),
         key: acc.signal.key,
         occurrences: acc.count,
         first_seen: acc.first_at.map(format_time),

@@ -177,3 +177,9 @@ pub(super) const COMMON_4GRAMS: [u32; 1024] = [
     0x7953_2220, 0x7954_222c, 0x7954_6562, 0x7961_7571, 0x7966_6972, 0x796c_6c75,
     0x7973_2030, 0x7973_2072, 0x7a68_746c, 0x7b3d_746e,
 ];
+
+/// Whether a 4-byte sequence is among the commonest of a healthy journal.
+pub(super) fn is_common(gram: &[u8]) -> bool {
+    let word = u32::from_le_bytes([gram[0], gram[1], gram[2], gram[3]]);
+    COMMON_4GRAMS.binary_search(&word).is_ok()
+}

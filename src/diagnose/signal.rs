@@ -225,12 +225,4 @@ impl Signal {
             signature: None,
         }
     }
-
-    /// What to check: the catalogue entry's hint, else the category's.
-    pub(crate) fn hint(&self) -> &'static str {
-        let catalogue = super::catalogue::Catalogue::get();
-        self.signature
-            .and_then(|i| catalogue.entries.get(i as usize))
-            .map_or_else(|| self.category.hint(), |e| e.hint())
-    }
 }

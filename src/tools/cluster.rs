@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -21,9 +21,24 @@ use serde::Serialize;
 use crate::diagnose::{Diagnosis, Evidence, Finding, Severity};
 
 use super::inspect::{
-    cut_at_word, evidence_line, host_name, open_bundle, printable, printable_json, Opened,
-    EVIDENCE_SHOWN, INSPECT_JSON_VERSION,
+    cut_at_word, evidence_line, host_name, open_bundle, printable, printable_json, InspectArgs,
+    Opened, EVIDENCE_SHOWN, INSPECT_JSON_VERSION,
 };
+
+/// `inspect`: the report on stdout.
+pub fn inspect_command(args: &InspectArgs) -> anyhow::Result<()> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let result = match args.files.as_slice() {
+        [file] if !file.is_dir() => {
+            super::inspect::inspect(file, args.json, args.max_uncompressed, &mut out)
+        }
+        files => inspect_cluster(files, args.json, args.max_uncompressed, &mut out),
+    };
+    // What was printed comes before the error `main` prints.
+    let _ = out.flush();
+    result
+}
 
 /// Bundles read in one run; a service's data directory of a few clusters
 /// holds far fewer.

@@ -2,7 +2,7 @@
 //! input — the findings first, the manifest as a table, the records digest
 //! and timeline, failed units, redaction counts; or one JSON object.
 //! Several bundles, or a directory of them, are a cluster's report
-//! ([`super::cluster`]).
+//! (`cluster.rs`, which also holds the command's entry point).
 //!
 //! Every string a bundle carries is untrusted: it goes through [`printable`]
 //! once, as the bundle is opened (its JSON members through
@@ -46,19 +46,6 @@ pub struct InspectArgs {
     /// inflated only this far), e.g. 4GiB.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
     pub(crate) max_uncompressed: u64,
-}
-
-/// `inspect`: the report on stdout.
-pub fn inspect_command(args: &InspectArgs) -> anyhow::Result<()> {
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    let result = match args.files.as_slice() {
-        [file] if !file.is_dir() => inspect(file, args.json, args.max_uncompressed, &mut out),
-        files => super::cluster::inspect_cluster(files, args.json, args.max_uncompressed, &mut out),
-    };
-    // What was printed comes before the error `main` prints.
-    let _ = out.flush();
-    result
 }
 
 /// What `inspect` reads from a bundle: the manifest and a few small members.

@@ -22,10 +22,10 @@ pub(crate) mod config_check;
 pub mod inspect;
 pub(crate) mod signatures;
 
+pub use cluster::inspect_command;
 pub(crate) use collect::{collect_command, CollectArgs};
 pub(crate) use config_check::config_check_command;
 pub use inspect::{
-    inspect, inspect_command, inspect_from, printable, InspectArgs, INSPECT_JSON_VERSION,
-    MAX_MEMBERS,
+    inspect, inspect_from, printable, InspectArgs, INSPECT_JSON_VERSION, MAX_MEMBERS,
 };
 pub(crate) use signatures::{signatures_command, SignaturesArgs};
