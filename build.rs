@@ -1,10 +1,14 @@
 //! Embeds the signature catalogue: every `src/diagnose/signatures/*.sigs`
-//! file, sorted by name, becomes one `(name, include_str!(…))` row of a
-//! table in `OUT_DIR` (`diagnose/catalogue.rs` includes it), so a new file
-//! needs no code change. Parsing is the agent's (and its unit test's) job:
-//! this only lists the files.
+//! file, sorted by name, is put in one deflated blob in `OUT_DIR` with a
+//! table of `(name, start, end)` rows into its inflated text
+//! (`diagnose/catalogue.rs` includes both), so a new file needs no code
+//! change. Deflated because the text is a quarter of a megabyte and the
+//! static binary has a size budget (docs/packaging.md); the agent inflates
+//! it once. Parsing is the agent's (and its unit test's) job: this only
+//! packs the files.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 fn main() {
@@ -19,9 +23,11 @@ fn main() {
         .collect();
     files.sort();
     let mut table = String::from(
-        "/// Every `.sigs` file of `src/diagnose/signatures`, by name, sorted.\n\
-         pub(crate) const FILES: &[(&str, &str)] = &[\n",
+        "/// Every `.sigs` file of `src/diagnose/signatures`, by name, sorted:\n\
+         /// its name and where its text starts and ends in the inflated blob.\n\
+         pub(crate) const FILES: &[(&str, usize, usize)] = &[\n",
     );
+    let mut text = String::new();
     for path in &files {
         println!("cargo:rerun-if-changed={}", path.display());
         let name = path
@@ -29,10 +35,30 @@ fn main() {
             .expect("a file")
             .to_str()
             .expect("a UTF-8 file name");
-        let full = path.to_str().expect("a UTF-8 path");
-        writeln!(table, "    ({name:?}, include_str!({full:?})),").expect("write to a String");
+        let body = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("{}: {e} (a .sigs file is UTF-8 text)", path.display()));
+        let start = text.len();
+        text.push_str(&body);
+        writeln!(table, "    ({name:?}, {start}, {}),", text.len()).expect("write to a String");
     }
     table.push_str("];\n");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
+    let mut deflater = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+    deflater
+        .write_all(text.as_bytes())
+        .expect("deflate into memory");
+    let packed = deflater.finish().expect("deflate into memory");
+    let blob = out.join("signatures.deflate");
+    std::fs::write(&blob, packed).expect("write the packed signatures");
+    writeln!(
+        table,
+        "/// The files' text, deflated.\n\
+         pub(crate) const PACKED: &[u8] = include_bytes!({:?});\n\
+         /// The inflated text's length.\n\
+         pub(crate) const TEXT_LEN: usize = {};",
+        blob.to_str().expect("a UTF-8 path"),
+        text.len()
+    )
+    .expect("write to a String");
     std::fs::write(out.join("signature_files.rs"), table).expect("write the signature table");
 }

@@ -18,10 +18,33 @@ use super::grams::is_common;
 use super::line;
 use super::signal::{Category, Nature, Signal};
 
+// Generated offsets are plain numbers.
+#[allow(clippy::unreadable_literal)]
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/signature_files.rs"));
 }
-pub(crate) use embedded::FILES;
+
+/// Every embedded `.sigs` file as `(name, text)`, inflated once.
+pub(crate) fn files() -> &'static [(&'static str, &'static str)] {
+    static FILES: OnceLock<Vec<(&'static str, &'static str)>> = OnceLock::new();
+    FILES.get_or_init(|| {
+        use std::io::Read as _;
+        let mut text = String::with_capacity(embedded::TEXT_LEN);
+        if let Err(e) =
+            flate2::read::DeflateDecoder::new(embedded::PACKED).read_to_string(&mut text)
+        {
+            // Packed by build.rs: only a damaged binary gets here.
+            tracing::warn!("the signature catalogue could not be inflated ({e}); no entry is used");
+            return Vec::new();
+        }
+        // Kept for the process's life: entries borrow their fields from it.
+        let text: &'static str = Box::leak(text.into_boxed_str());
+        embedded::FILES
+            .iter()
+            .filter_map(|&(name, start, end)| Some((name, text.get(start..end)?)))
+            .collect()
+    })
+}
 
 /// Which entries a line is put to: the dispatch bit of the catalogue's
 /// anchors (the rules take bits 0 to 61, the unit events 63).
@@ -692,7 +715,7 @@ impl Catalogue {
     pub(crate) fn get() -> &'static Catalogue {
         static CATALOGUE: OnceLock<Catalogue> = OnceLock::new();
         CATALOGUE.get_or_init(|| {
-            let catalogue = Catalogue::build(FILES);
+            let catalogue = Catalogue::build(files());
             for error in &catalogue.errors {
                 tracing::warn!("signature catalogue: entry skipped: {error}");
             }
