@@ -119,7 +119,7 @@ fn every_example_yields_its_entry_through_the_scanner() {
                 // mostly the cause a wrapper entry quotes (a full disk
                 // under a failed deployment). Counted, and bounded below.
                 Some((category, None)) => {
-                    ruled_otherwise.push(format!("{at}: a rule says {}", category.as_str()))
+                    ruled_otherwise.push(format!("{at}: a rule says {}", category.as_str()));
                 }
                 Some((category, Some(s))) => wrong.push(format!(
                     "{at}: {} spoke with category {}",
