@@ -499,15 +499,15 @@ impl AnchorFinder {
         AnchorFinder::build(&table, NEEDLES)
     }
 
-    /// Whether every rule's anchor holds a needle of the table written
-    /// offline (`needles.rs`): otherwise the anchors added since cost a
-    /// searcher of their own, and the table should be written again. The
-    /// catalogue's anchors take needles chosen at start-up.
+    /// The anchors, the rules' and the catalogue's, that hold no needle of
+    /// the table written offline (`needles.rs`): the start-up gives them
+    /// needles of their own, which costs a searcher (one more pass over
+    /// every byte) once the table's have no room left, so the table should
+    /// be written again.
     #[cfg(test)]
     pub(super) fn anchors_without_a_table_needle() -> Vec<&'static str> {
         anchor_table()
             .iter()
-            .filter(|(_, d)| *d != CATALOGUE_BIT)
             .map(|(a, _)| *a)
             .filter(|a| !NEEDLES.iter().flat_map(|l| l.iter()).any(|n| a.contains(n)))
             .collect()
@@ -620,13 +620,55 @@ impl AnchorFinder {
         best
     }
 
-    /// The rules of every anchor in `text[from..]` (one line: a few needles).
-    pub(super) fn dispatch(&self, text: &[u8], mut from: usize) -> Dispatch {
+    /// The rules of every anchor in `block[start..end]` (one line) whose
+    /// needle lies at or after `from`, each needle found checked against
+    /// all of its anchors. [`Self::find_memo`] stops at a needle's first
+    /// anchor, so an anchor starting at or before one found, its needle
+    /// further on in the same searcher, would be passed over by a search
+    /// going on past that find. An anchor whose needle lies before the
+    /// line's first find ends before it, and would have been found first:
+    /// the scanner starts at that find.
+    pub(super) fn line_dispatch(
+        &self,
+        block: &[u8],
+        (start, from): (usize, usize),
+        end: usize,
+    ) -> Dispatch {
         let mut bits = 0;
-        while let Some(found) = self.find_with(text, from) {
-            bits |= found.dispatch;
-            from = found.start + 1;
+        if self.fallback {
+            for m in anchors().find_overlapping_iter(&block[start..end]) {
+                bits |= anchor_table()[m.pattern().as_usize()].1;
+            }
+            return bits;
+        }
+        for (searcher, owners) in &self.searchers {
+            let mut from = from;
+            while from < end {
+                let Some(m) = searcher.find_in(block, aho_corasick::Span { start: from, end })
+                else {
+                    break;
+                };
+                let at = m.start();
+                for owner in &owners[m.pattern().as_usize()] {
+                    let Some(first) = at.checked_sub(owner.offset).filter(|&s| s >= start) else {
+                        continue;
+                    };
+                    let Some(window) = block.get(first..first + owner.anchor.len()) else {
+                        continue;
+                    };
+                    let [(p, byte), (q, other)] = owner.probes;
+                    if window[p] == byte && window[q] == other && window == owner.anchor {
+                        bits |= owner.dispatch;
+                    }
+                }
+                from = at + 1;
+            }
         }
         bits
+    }
+
+    /// The rules of every anchor in `text[from..]` (one line: a few needles).
+    pub(super) fn dispatch(&self, text: &[u8], from: usize) -> Dispatch {
+        self.line_dispatch(text, (from, from), text.len())
     }
 }

@@ -534,7 +534,7 @@ impl Scanner {
             // rules its records are put to, not searched for again.
             let mut line_rules = None;
             if let Some(kind) = super::anchors::repeating(found.anchor) {
-                let (rules, next) = line_anchors(finder, block, found, end, &mut memo);
+                let (rules, next) = line_anchors(finder, block, (start, found), end, &mut memo);
                 ahead = Some(next);
                 line_rules = Some(rules);
                 let alone = rules == super::anchors::dispatch_of(found.anchor);
@@ -556,7 +556,7 @@ impl Scanner {
                 continue;
             }
             let rules = line_rules.unwrap_or_else(|| {
-                let (rules, next) = line_anchors(finder, block, found, end, &mut memo);
+                let (rules, next) = line_anchors(finder, block, (start, found), end, &mut memo);
                 ahead = Some(next);
                 rules
             });
@@ -978,22 +978,15 @@ impl Scanner {
 fn line_anchors(
     finder: &AnchorFinder,
     block: &[u8],
-    found: Found,
+    (start, found): (usize, Found),
     end: usize,
     memo: &mut Memo,
 ) -> (Dispatch, (usize, Option<Found>)) {
-    let mut rules = found.dispatch;
-    let mut from = found.start + 1;
-    loop {
-        let next = finder.find_memo(block, from, memo);
-        match next {
-            Some(f) if f.start < end => {
-                rules |= f.dispatch;
-                from = f.start + 1;
-            }
-            _ => return (rules, (from, next)),
-        }
-    }
+    // Every anchor of the line, each needle's anchors all checked (a
+    // search going on past `found` could pass over one starting before
+    // it); then the next line's first anchor.
+    let rules = found.dispatch | finder.line_dispatch(block, (start, found.start), end);
+    (rules, (end, finder.find_memo(block, end, memo)))
 }
 
 /// Counts a hit of one signal: its text is copied only into evidence kept

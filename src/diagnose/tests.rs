@@ -609,9 +609,10 @@ fn a_unit_that_ends_well_after_a_flood_is_recovered() {
 
 #[test]
 fn every_anchor_holds_a_needle_of_the_table() {
-    // An anchor added since `needles.rs` was written is still found (a
-    // searcher of its own), but costs a pass over every byte: write the
-    // table again (bench/tools `needle-groups`, docs/diagnosis.md).
+    // An anchor added since `needles.rs` was written, a rule's or a
+    // signature's, is still found (needles chosen at start-up), but costs
+    // a pass over every byte: write the table again (bench/tools
+    // `needle-groups`, docs/diagnosis.md).
     assert_eq!(
         AnchorFinder::anchors_without_a_table_needle(),
         Vec::<&str>::new()

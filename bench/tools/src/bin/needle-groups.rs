@@ -12,8 +12,8 @@
 //!
 //! 1. needles: a set cover of the anchors by their 4-byte sequences,
 //!    greedily by (occurrences in the samples + `PRIOR` per MiB) / anchors
-//!    newly covered: rare sequences, but few enough for two searchers (a fat
-//!    one of 16 buckets and a slim one of 8, 4 needles a bucket);
+//!    newly covered: rare sequences, but few enough for two searchers (two
+//!    fat ones of 16 buckets, 4 needles a bucket);
 //! 2. buckets: each needle, commonest first, to the bucket where it adds
 //!    the fewest simulated checks on the samples, then a deterministic
 //!    local search moving needles between buckets.
@@ -45,8 +45,20 @@ use assisted_boot_reporter::diagnose::ANCHORS;
 
 /// The searchers: buckets each (Teddy's fat AVX2 searcher has 16, the slim
 /// one 8) and at most 4 needles a bucket (64 and 32 patterns: Teddy's
-/// limit, and about as many as keep its flags rare).
-const SEARCHERS: [usize; 2] = [16, 8];
+/// limit, and about as many as keep its flags rare). Two fat ones: with the
+/// catalogue's anchors, 96 needles had to be common 4-byte sequences (a fat
+/// and a slim searcher cost more than two fat ones with rarer needles:
+/// docs/benchmarks.md, section 3b).
+const SEARCHERS: [usize; 2] = [16, 16];
+
+/// The searchers' buckets: [`SEARCHERS`], or `NEEDLE_SEARCHERS` (buckets
+/// each, comma-separated: `16,8,8` trades a third pass for rarer needles).
+fn searchers() -> Vec<usize> {
+    std::env::var("NEEDLE_SEARCHERS")
+        .ok()
+        .and_then(|v| v.split(',').map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| SEARCHERS.to_vec())
+}
 const PER_BUCKET: usize = 4;
 /// What a bucket's flag costs (instructions, roughly): the flag itself,
 /// and each needle of the bucket compared.
@@ -57,7 +69,7 @@ const PER_NEEDLE: f64 = 6.0;
 const FALSE_HIT: f64 = 250.0;
 /// Occurrences per MiB of sample added to every needle in the cover: the
 /// larger, the fewer needles (`NEEDLE_PRIOR_PER_MIB` overrides it).
-const PRIOR_PER_MIB: f64 = 150.0;
+const PRIOR_PER_MIB: f64 = 200.0;
 const MOVES: usize = 6000;
 
 type Gram = [u8; 4];
@@ -154,7 +166,8 @@ fn main() -> anyhow::Result<()> {
         }
         needles.push(best);
     }
-    let buckets: usize = SEARCHERS.iter().sum();
+    let searchers = searchers();
+    let buckets: usize = searchers.iter().sum();
     anyhow::ensure!(
         needles.len() <= buckets * PER_BUCKET,
         "{} needles do not fit {} buckets: raise PRIOR_PER_MIB",
@@ -241,7 +254,7 @@ fn main() -> anyhow::Result<()> {
     );
     out.push_str("#[rustfmt::skip]\npub(super) const NEEDLES: &[&[&str]] = &[\n");
     let mut first = 0;
-    for &count in &SEARCHERS {
+    for &count in &searchers {
         let mut queues: Vec<VecDeque<Gram>> = groups[first..first + count]
             .iter()
             .map(|g| g.iter().copied().collect())
