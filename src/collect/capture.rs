@@ -52,6 +52,20 @@ pub(crate) struct Followed {
 }
 
 impl Captured {
+    /// The first MiB of the content as text: what a collector parses back
+    /// out of a small listing (`systemctl list-units`, `journalctl
+    /// --list-boots`) it also ships.
+    pub(super) fn head_text(&mut self) -> String {
+        use std::io::Read as _;
+        let mut text = Vec::new();
+        let _ = self
+            .content
+            .reader()
+            .take(1024 * 1024)
+            .read_to_end(&mut text);
+        String::from_utf8_lossy(&text).into_owned()
+    }
+
     pub(super) fn without_data(
         source: String,
         status: Status,

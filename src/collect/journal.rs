@@ -161,14 +161,8 @@ pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
 /// ID FIRST ENTRY LAST ENTRY`), oldest first; lines of another shape are
 /// left out.
 fn listed_boots(captured: &mut Captured) -> Vec<(i64, String)> {
-    use std::io::Read as _;
-    let mut text = Vec::new();
-    let _ = captured
-        .content
-        .reader()
-        .take(1024 * 1024)
-        .read_to_end(&mut text);
-    String::from_utf8_lossy(&text)
+    captured
+        .head_text()
         .lines()
         .filter_map(|line| {
             let mut words = line.split_whitespace();

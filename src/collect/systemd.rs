@@ -106,13 +106,8 @@ pub(crate) fn collect(m: &mut Members<'_>) -> io::Result<()> {
 
 /// Unit names from `systemctl list-units --plain` (first column).
 fn failed_units(captured: &mut Captured) -> Vec<String> {
-    let mut text = Vec::new();
-    let _ = captured
-        .content
-        .reader()
-        .take(1024 * 1024)
-        .read_to_end(&mut text);
-    String::from_utf8_lossy(&text)
+    captured
+        .head_text()
         .lines()
         .filter_map(|line| line.split_whitespace().next())
         .map(|unit| unit.trim_start_matches('●').trim())
