@@ -617,16 +617,10 @@ async fn hostile_journal_lines_ship_and_clean_up_under_the_memory_limit() {
         // bundle is stored and the service then says Done (a last bundle
         // and the cleanup follow), not at a time a loaded machine misses.
         let running = sc.spawn_agent(&format!("{tag} journal"), &limited);
-        let stored = sc
-            .data_dir
-            .join("bundles")
-            .join(CLUSTER_ID)
-            .join(HOST_ID)
-            .join("host_boot.tar.gz");
-        let waited = std::time::Instant::now();
-        while !stored.exists() && waited.elapsed() < Duration::from_secs(110) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_for_state(&base, Duration::from_secs(110), |state| {
+            bundle_of(host_of(state, HOST_ID), "host_boot").is_some()
+        })
+        .await;
         admin_set_stage(&base, HOST_ID, "Done", None).await;
         let run = sc.wait_agent(running).await;
         let peak: u64 = std::fs::read_to_string(&report)
